@@ -1,0 +1,75 @@
+# Lifecycle Manager. `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+ROOT      := $(abspath .)
+BIN       := $(ROOT)/bin
+GO        ?= go
+GOTESTFLAGS ?=
+
+# Versions of everything built into bin/. Changing one rebuilds that binary.
+KUBERNETES_VERSION  := v1.37.2
+ETCD_VERSION        := v3.7.3
+KWOK_VERSION        := v0.8.0
+CONTROLLER_GEN      := $(BIN)/controller-gen
+GOLANGCI_LINT       := $(BIN)/golangci-lint
+
+export LM_TESTBIN_DIR := $(BIN)
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+		/^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: dev
+dev: testbin ## Start a local control plane, runtimes, sample modules and the operator.
+	@echo "make dev: the local fleet (lmctl dev) is not built yet; see issue 'lmctl: a local fleet in one command'."
+	@echo "Today 'make test' starts real control planes and runtimes for the tests."
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+	cd api && $(CONTROLLER_GEN) object paths=./...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
+	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=$(ROOT)/config/crd/bases
+
+.PHONY: verify
+verify: generate manifests ## Fail when generated files or go.mod files are not up to date.
+	@for d in . api hack/tools hack/devtools/controller-gen hack/devtools/golangci-lint; do \
+		(cd $$d && $(GO) mod tidy); done
+	@if [ -n "$$(git status --porcelain -- api config go.mod go.sum hack)" ]; then \
+		echo "Generated files or go.mod files are out of date; run 'make generate manifests' and 'go mod tidy', then commit:"; \
+		git status --porcelain -- api config go.mod go.sum hack; git diff --stat; exit 1; fi
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint on the project and its API module.
+	$(GOLANGCI_LINT) run ./...
+	cd api && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
+
+##@ Test
+
+.PHONY: testbin
+testbin: ## Build the control-plane binaries the tests run (kube-apiserver, etcd, kwok, ...) into bin/.
+	@$(ROOT)/hack/testbin.sh $(BIN) $(KUBERNETES_VERSION) $(ETCD_VERSION) $(KWOK_VERSION)
+
+.PHONY: test
+test: testbin ## Run all tests against real API servers (builds bin/ first).
+	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
+	cd api && $(GO) test $(GOTESTFLAGS) -count=1 ./...
+
+##@ Tools
+
+$(CONTROLLER_GEN): hack/devtools/controller-gen/go.mod
+	cd hack/devtools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(GOLANGCI_LINT): hack/devtools/golangci-lint/go.mod
+	cd hack/devtools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

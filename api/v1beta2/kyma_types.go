@@ -1,0 +1,170 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Kyma stands for one runtime: the modules it should have and how they are
+// doing there. It lives in the control plane; a copy named kyma-system/default
+// lives in the runtime.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kyma
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=".status.state"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:storageversion
+type Kyma struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   KymaSpec   `json:"spec,omitempty"`
+	Status KymaStatus `json:"status,omitempty"`
+}
+
+// KymaSpec is the set of modules a runtime should have.
+type KymaSpec struct {
+	// Channel is the release channel modules resolve through unless a module
+	// names its own.
+	// +optional
+	// +kubebuilder:default:=regular
+	// +kubebuilder:validation:Pattern:=`^[a-z]+$`
+	// +kubebuilder:validation:MinLength:=3
+	// +kubebuilder:validation:MaxLength:=32
+	Channel string `json:"channel,omitempty"`
+
+	// SkipMaintenanceWindows lets upgrades that require downtime run at once
+	// instead of waiting for the runtime's maintenance window.
+	// +optional
+	SkipMaintenanceWindows bool `json:"skipMaintenanceWindows,omitempty"`
+
+	// Modules lists the modules to install. Names are unique.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Modules []Module `json:"modules,omitempty"`
+
+	// Debug, when set, turns debug mode on or off for every module of this
+	// Kyma and wins over each module's own setting.
+	// +optional
+	Debug *bool `json:"debug,omitempty"`
+}
+
+// Module is one module a runtime should have.
+type Module struct {
+	// Name is the module's name, as in ModuleTemplate spec.moduleName.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=64
+	Name string `json:"name"`
+
+	// ControllerName is accepted for compatibility and ignored.
+	// +optional
+	ControllerName string `json:"controller,omitempty"`
+
+	// Channel overrides the Kyma's channel for this module.
+	// +optional
+	// +kubebuilder:validation:Pattern:=`^[a-z]+$`
+	// +kubebuilder:validation:MinLength:=3
+	// +kubebuilder:validation:MaxLength:=32
+	Channel string `json:"channel,omitempty"`
+
+	// RemoteModuleTemplateRef is accepted for compatibility and ignored.
+	// +optional
+	RemoteModuleTemplateRef string `json:"remoteModuleTemplateRef,omitempty"`
+
+	// CustomResourcePolicy says whether the operator creates and deletes the
+	// module's default custom resource.
+	// +optional
+	// +kubebuilder:default:=CreateAndDelete
+	CustomResourcePolicy CustomResourcePolicy `json:"customResourcePolicy,omitempty"`
+
+	// Managed false stops all management of the module and leaves its
+	// resources in the runtime.
+	// +optional
+	// +kubebuilder:default:=true
+	Managed bool `json:"managed"`
+
+	// Debug turns debug mode on for this module unless the Kyma sets it.
+	// +optional
+	Debug *bool `json:"debug,omitempty"`
+}
+
+// KymaStatus is what the operator observed of a runtime's modules.
+type KymaStatus struct {
+	LastOperation `json:"lastOperation,omitempty"`
+
+	// State is the worst state of any module, or of the Kyma itself.
+	// +optional
+	State State `json:"state,omitempty"`
+
+	// Conditions of the Kyma. The module name is never a condition reason;
+	// per-module detail is in modules.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Modules has one entry per module the runtime should have.
+	// +optional
+	Modules []ModuleStatus `json:"modules,omitempty"`
+
+	// ActiveChannel is the channel the Kyma resolved through.
+	// +optional
+	ActiveChannel string `json:"activeChannel,omitempty"`
+
+	// ObservedGeneration is the last generation reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ModuleStatus is how one module of a Kyma is doing.
+type ModuleStatus struct {
+	// Name is the module's name.
+	Name string `json:"name"`
+
+	// FQDN is accepted for compatibility; this operator sets it to the module
+	// name.
+	// +optional
+	FQDN string `json:"fqdn,omitempty"`
+
+	// Channel the module resolved through.
+	// +optional
+	Channel string `json:"channel,omitempty"`
+
+	// Version the module resolved to.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Message says why the module is not Ready.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// State of the module.
+	State State `json:"state"`
+
+	// Manifest that installs the module.
+	// +optional
+	Manifest *TrackingObject `json:"manifest,omitempty"`
+
+	// Resource is the module's default custom resource in the runtime.
+	// +optional
+	Resource *TrackingObject `json:"resource,omitempty"`
+
+	// Template is the ModuleTemplate the module resolved to.
+	// +optional
+	Template *TrackingObject `json:"template,omitempty"`
+
+	// Maintenance is true while an upgrade waits for a maintenance window.
+	// +optional
+	Maintenance bool `json:"maintenance,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// KymaList is a list of Kymas.
+type KymaList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Kyma `json:"items"`
+}

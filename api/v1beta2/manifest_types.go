@@ -1,0 +1,149 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Manifest is what to install in one runtime for one module: the content,
+// pinned by digest, its values and default custom resource, and the policy.
+// The Kyma controller writes it; the Manifest controller carries it out.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mf
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=".status.state"
+// +kubebuilder:printcolumn:name="Module",type=string,JSONPath=".spec.moduleName"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=".spec.version"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:storageversion
+type Manifest struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ManifestSpec   `json:"spec,omitempty"`
+	Status ManifestStatus `json:"status,omitempty"`
+}
+
+// ManifestSpec is the desired installation of one module in one runtime.
+type ManifestSpec struct {
+	// Remote is true when the module goes to the runtime rather than the
+	// control plane.
+	// +optional
+	Remote bool `json:"remote"`
+
+	// Version of the module being installed.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Config is the OCI image spec of the Kyma API; accepted and ignored.
+	// +optional
+	Config *ImageSpec `json:"config,omitempty"`
+
+	// Install is the OCM install source of the Kyma API; accepted and
+	// ignored.
+	// +optional
+	Install *InstallInfo `json:"install,omitempty"`
+
+	// Resource is the module's default custom resource.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:XEmbeddedResource
+	// +nullable
+	Resource *unstructured.Unstructured `json:"resource,omitempty"`
+
+	// AssociatedResources is informational: group/version/kind of resources
+	// related to the module.
+	// +optional
+	AssociatedResources []string `json:"associatedResources,omitempty"`
+
+	// ModuleName is the module this Manifest installs.
+	// +optional
+	ModuleName string `json:"moduleName,omitempty"`
+
+	// Resources is the module's content, each link pinned by digest.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Resources []ContentResource `json:"resources,omitempty"`
+
+	// Values are the Helm values of a chart module.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Values *runtime.RawExtension `json:"values,omitempty"`
+
+	// CustomResourcePolicy says whether the default custom resource is
+	// created and deleted.
+	// +optional
+	// +kubebuilder:default:=CreateAndDelete
+	CustomResourcePolicy CustomResourcePolicy `json:"customResourcePolicy,omitempty"`
+
+	// Manager is the workload whose readiness tells the module's health.
+	// +optional
+	Manager *Manager `json:"manager,omitempty"`
+
+	// Debug puts the debug label on every resource of the module.
+	// +optional
+	Debug bool `json:"debug,omitempty"`
+}
+
+// InstallInfo is the OCM install source of the Kyma API.
+type InstallInfo struct {
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Source runtime.RawExtension `json:"source,omitempty"`
+
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// ImageSpec is the OCI image spec of the Kyma API.
+type ImageSpec struct {
+	// +optional
+	Repo string `json:"repo,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Ref string `json:"ref,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Enum=helm-chart;oci-ref;kustomize;""
+	Type string `json:"type,omitempty"`
+	// +optional
+	CredSecretSelector *metav1.LabelSelector `json:"credSecretSelector,omitempty"`
+}
+
+// ManifestStatus is what was applied and how it is doing.
+type ManifestStatus struct {
+	LastOperation `json:"lastOperation,omitempty"`
+
+	// State of the installation.
+	// +optional
+	State State `json:"state,omitempty"`
+
+	// Conditions of the installation.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Synced is the inventory: every object applied to the runtime. What a
+	// new version no longer has is pruned from it.
+	// +optional
+	// +listType=atomic
+	Synced []Resource `json:"synced,omitempty"`
+
+	// ObservedGeneration is the last generation applied successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ManifestList is a list of Manifests.
+type ManifestList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Manifest `json:"items"`
+}
