@@ -1,0 +1,231 @@
+// Package kyma reconciles Kymas: it resolves each module to one
+// ModuleTemplate, keeps one Manifest per module, and aggregates the modules'
+// states into the Kyma's status (SPEC R1, R2, R4, R5).
+package kyma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// Pinner turns a content link into a digest-pinned one, so that every runtime
+// gets the same bytes whatever happens to tags later.
+type Pinner interface {
+	Pin(ctx context.Context, resource v1beta2.ContentResource) (v1beta2.ContentResource, error)
+}
+
+// Reconciler reconciles Kymas.
+type Reconciler struct {
+	client.Client
+	Runtimes  *runtime.Clients
+	Pinner    Pinner
+	Recorder  events.EventRecorder
+	Intervals requeue.Intervals
+
+	catalog *catalogSnapshot
+	ready   *readyClock
+}
+
+// Reconcile follows the house skeleton: get, deletion, finalizer, pause, then
+// reconcile, with one status patch at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	kyma := &v1beta2.Kyma{}
+	if err := r.Get(ctx, req.NamespacedName, kyma); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	metrics.KymaReconciles.Inc()
+
+	if !kyma.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		return r.finalize(ctx, kyma)
+	}
+
+	if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
+		patch := client.MergeFrom(kyma.DeepCopy())
+		controllerutil.AddFinalizer(kyma, v1beta2.KymaFinalizer)
+		if err := r.Patch(ctx, kyma, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	base := kyma.DeepCopy()
+	if isPaused(kyma) {
+		setPaused(kyma)
+		return ctrl.Result{}, r.patchStatus(ctx, base, kyma)
+	}
+	result, reconcileErr := r.reconcile(ctx, kyma)
+	if err := r.patchStatus(ctx, base, kyma); err != nil {
+		return ctrl.Result{}, errors.Join(reconcileErr, err)
+	}
+	if reconcileErr == nil {
+		metrics.Requeues.WithLabelValues("kyma", string(kyma.Status.State)).Inc()
+	}
+	return result, reconcileErr
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
+	var runtimeErr error
+	if _, err := r.Runtimes.Get(ctx, kyma.Name); err != nil {
+		runtimeErr = err
+	}
+
+	existing, err := r.manifests(ctx, kyma)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	catalog, err := r.catalog.get(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	modules := resolve.Resolve(kyma, catalog, installedVersions(existing))
+
+	desired := map[string]bool{}
+	var syncErrs []error
+	for i := range modules {
+		module := &modules[i]
+		desired[manifestName(kyma, module.Name)] = true
+		if err := r.syncManifest(ctx, kyma, module, existing[manifestName(kyma, module.Name)]); err != nil {
+			module.Err = err
+			syncErrs = append(syncErrs, err)
+		}
+	}
+	for name, m := range existing {
+		if desired[name] {
+			continue
+		}
+		if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
+			syncErrs = append(syncErrs, err)
+		}
+	}
+
+	// Read Manifests again so that status reflects what was just written.
+	current, err := r.manifests(ctx, kyma)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setStatus(kyma, modules, current, runtimeErr, r.ready)
+	updateMetrics(kyma)
+
+	if err := errors.Join(syncErrs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Intervals.After(kyma.Status.State)}, nil
+}
+
+// finalize deletes every Manifest of the Kyma, which uninstalls its modules
+// from the runtime, and lets the Kyma go once they are all gone.
+func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
+	existing, err := r.manifests(ctx, kyma)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	base := kyma.DeepCopy()
+	if len(existing) > 0 {
+		for _, m := range existing {
+			if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		setDeleting(kyma, existing)
+		if err := r.patchStatus(ctx, base, kyma); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
+	}
+	patch := client.MergeFrom(kyma.DeepCopy())
+	controllerutil.RemoveFinalizer(kyma, v1beta2.KymaFinalizer)
+	if err := r.Patch(ctx, kyma, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	r.Runtimes.Evict(kyma.Name)
+	forgetMetrics(kyma.Name)
+	return ctrl.Result{}, nil
+}
+
+// manifests returns the Kyma's Manifests by name.
+func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[string]*v1beta2.Manifest, error) {
+	list := &v1beta2.ManifestList{}
+	if err := r.List(ctx, list, client.InNamespace(kyma.Namespace), client.MatchingLabels{v1beta2.KymaNameLabel: kyma.Name}); err != nil {
+		return nil, fmt.Errorf("listing Manifests: %w", err)
+	}
+	out := make(map[string]*v1beta2.Manifest, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *v1beta2.Manifest, unmanage bool) error {
+	if unmanage && m.Annotations[manifest.UnmanageAnnotation] != "true" {
+		patch := client.MergeFrom(m.DeepCopy())
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[manifest.UnmanageAnnotation] = "true"
+		if err := r.Patch(ctx, m, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Manifest %s: %w", m.Name, err)
+	}
+	r.event(kyma, corev1.EventTypeNormal, "ModuleRemoved", "Removing module "+m.Spec.ModuleName)
+	return nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, base, kyma *v1beta2.Kyma) error {
+	if equality.Semantic.DeepEqual(base.Status, kyma.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, kyma, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(kyma *v1beta2.Kyma, eventType, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(kyma, nil, eventType, reason, reason, "%s", note)
+	}
+}
+
+func installedVersions(manifests map[string]*v1beta2.Manifest) map[string]string {
+	installed := make(map[string]string, len(manifests))
+	for _, m := range manifests {
+		if m.Spec.ModuleName != "" && m.Spec.Version != "" {
+			installed[m.Spec.ModuleName] = m.Spec.Version
+		}
+	}
+	return installed
+}
+
+func isPaused(kyma *v1beta2.Kyma) bool {
+	return kyma.Labels[v1beta2.SkipReconciliationLabel] == "true"
+}

@@ -1,0 +1,189 @@
+package kyma
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+)
+
+// templateRevisionAnnotation records which ModuleTemplate revision a
+// Manifest's pinned links came from, so links are pinned once per template
+// change rather than once per reconcile.
+const templateRevisionAnnotation = "operator.kyma-project.io/template-revision"
+
+// fieldManager writes Manifests; the Manifest controller writes their status
+// under its own manager.
+const fieldManager = "lifecycle-manager-kyma"
+
+// manifestName is the deterministic name of a Kyma's Manifest for a module.
+// Names longer than a label allows are shortened with a hash so they stay
+// unique and stable.
+func manifestName(kyma *v1beta2.Kyma, module string) string {
+	name := kyma.Name + "-" + module
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// syncManifest makes the module's Manifest match what it resolved to. A
+// module that did not resolve keeps its Manifest untouched: what is installed
+// stays installed.
+func (r *Reconciler) syncManifest(ctx context.Context, kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest) error {
+	if !module.Spec.Managed {
+		if existing != nil {
+			return r.deleteManifest(ctx, kyma, existing, true)
+		}
+		return nil
+	}
+	if !module.Installable() {
+		return nil
+	}
+
+	desired, err := r.desiredManifest(ctx, kyma, module, existing)
+	if err != nil {
+		return err
+	}
+	if existing != nil && manifestUpToDate(kyma, existing, desired) {
+		return nil
+	}
+	if err := r.Patch(ctx, desired, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing Manifest %s: %w", desired.Name, err)
+	}
+	if existing == nil {
+		r.event(kyma, corev1.EventTypeNormal, "ModuleAdded", fmt.Sprintf("Installing module %s %s", module.Name, module.Version))
+	} else if existing.Spec.Version != desired.Spec.Version {
+		r.event(kyma, corev1.EventTypeNormal, "ModuleUpgraded", fmt.Sprintf("Upgrading module %s from %s to %s", module.Name, existing.Spec.Version, desired.Spec.Version))
+	}
+	return nil
+}
+
+func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest) (*v1beta2.Manifest, error) {
+	template := module.Template
+	revision := string(template.UID) + "/" + template.ResourceVersion
+
+	resources, err := r.pinnedResources(ctx, template, revision, existing)
+	if err != nil {
+		return nil, err
+	}
+
+	m := &v1beta2.Manifest{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1beta2.GroupVersion.String(), Kind: "Manifest"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      manifestName(kyma, module.Name),
+			Namespace: kyma.Namespace,
+			Labels: map[string]string{
+				v1beta2.KymaNameLabel:   kyma.Name,
+				v1beta2.ModuleNameLabel: module.Name,
+				v1beta2.ManagedByLabel:  v1beta2.ManagedByValue,
+			},
+			Annotations: map[string]string{templateRevisionAnnotation: revision},
+		},
+		Spec: v1beta2.ManifestSpec{
+			Remote:               template.Spec.Target != v1beta2.TargetControlPlane,
+			Version:              module.Version,
+			ModuleName:           module.Name,
+			Resources:            resources,
+			CustomResourcePolicy: module.Spec.CustomResourcePolicy,
+			Manager:              template.Spec.Manager.DeepCopy(),
+			Debug:                debugEnabled(kyma, module.Spec),
+		},
+	}
+	if hasHelmChart(template) {
+		// A chart module's spec.data holds its values (its spec), not a
+		// custom resource to create.
+		values, err := chartValues(template)
+		if err != nil {
+			return nil, err
+		}
+		m.Spec.Values = values
+	} else if template.Spec.Data != nil {
+		m.Spec.Resource = template.Spec.Data.DeepCopy()
+	}
+	if err := controllerutil.SetControllerReference(kyma, m, r.Scheme()); err != nil {
+		return nil, fmt.Errorf("owning Manifest: %w", err)
+	}
+	return m, nil
+}
+
+// pinnedResources pins the template's links by digest, reusing the existing
+// Manifest's pins when the template has not changed since.
+func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest) ([]v1beta2.ContentResource, error) {
+	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision && len(existing.Spec.Resources) == len(template.Spec.Resources) {
+		return existing.Spec.Resources, nil
+	}
+	resources := make([]v1beta2.ContentResource, 0, len(template.Spec.Resources))
+	for _, res := range template.Spec.Resources {
+		pinned, err := r.Pinner.Pin(ctx, res)
+		if err != nil {
+			return nil, fmt.Errorf("pinning %s of ModuleTemplate %s: %w", res.Name, template.Name, err)
+		}
+		resources = append(resources, pinned)
+	}
+	return resources, nil
+}
+
+func manifestUpToDate(kyma *v1beta2.Kyma, existing, desired *v1beta2.Manifest) bool {
+	if !equality.Semantic.DeepEqual(existing.Spec, desired.Spec) {
+		return false
+	}
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	for k, v := range desired.Annotations {
+		if existing.Annotations[k] != v {
+			return false
+		}
+	}
+	return metav1.IsControlledBy(existing, kyma)
+}
+
+// debugEnabled applies R12: the Kyma's setting, when given, wins over the
+// module's.
+func debugEnabled(kyma *v1beta2.Kyma, module v1beta2.Module) bool {
+	if kyma.Spec.Debug != nil {
+		return *kyma.Spec.Debug
+	}
+	return module.Debug != nil && *module.Debug
+}
+
+func hasHelmChart(template *v1beta2.ModuleTemplate) bool {
+	for _, r := range template.Spec.Resources {
+		if strings.EqualFold(r.Name, v1beta2.HelmChartResourceName) {
+			return true
+		}
+	}
+	return false
+}
+
+// chartValues is the spec of the template's spec.data, as Helm values.
+func chartValues(template *v1beta2.ModuleTemplate) (*runtime.RawExtension, error) {
+	if template.Spec.Data == nil {
+		return nil, nil
+	}
+	spec, ok := template.Spec.Data.Object["spec"]
+	if !ok {
+		return nil, nil
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding values of ModuleTemplate %s: %w", template.Name, err)
+	}
+	return &runtime.RawExtension{Raw: data}, nil
+}

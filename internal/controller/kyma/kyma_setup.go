@@ -1,0 +1,132 @@
+package kyma
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+)
+
+// moduleIndex indexes Kymas by the module names in their spec and status,
+// so that a catalog change requeues exactly the Kymas it can affect.
+const moduleIndex = "kyma.moduleNames"
+
+// SetupOptions tune the Kyma controller.
+type SetupOptions struct {
+	// Namespace is where the catalog lives.
+	Namespace               string
+	MaxConcurrentReconciles int
+	BaseBackoff, MaxBackoff time.Duration
+}
+
+// SetupWithManager registers the controller, its index and its watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
+	r.catalog = newCatalogSnapshot(mgr.GetClient(), opts.Namespace)
+	r.ready = newReadyClock()
+
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, moduleIndex, indexModuleNames); err != nil {
+		return err
+	}
+
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kyma").
+		For(&v1beta2.Kyma{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
+		// Manifest status changes are what the Kyma aggregates.
+		Owns(&v1beta2.Manifest{}).
+		Watches(&v1beta2.ModuleTemplate{}, handler.EnqueueRequestsFromMapFunc(r.kymasForTemplate)).
+		Watches(&v1beta2.ModuleReleaseMeta{}, handler.EnqueueRequestsFromMapFunc(r.kymasForReleaseMeta)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
+			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel))).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),
+		}).
+		Complete(r)
+}
+
+func indexModuleNames(obj client.Object) []string {
+	kyma, ok := obj.(*v1beta2.Kyma)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var names []string
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	for _, m := range kyma.Spec.Modules {
+		add(m.Name)
+	}
+	for _, m := range kyma.Status.Modules {
+		add(m.Name)
+	}
+	return names
+}
+
+func (r *Reconciler) kymasForTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.catalog.invalidate()
+	template, ok := obj.(*v1beta2.ModuleTemplate)
+	if !ok {
+		return nil
+	}
+	return r.kymasForModule(ctx, resolve.ModuleName(template), template.Spec.Mandatory)
+}
+
+func (r *Reconciler) kymasForReleaseMeta(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.catalog.invalidate()
+	meta, ok := obj.(*v1beta2.ModuleReleaseMeta)
+	if !ok {
+		return nil
+	}
+	return r.kymasForModule(ctx, meta.Spec.ModuleName, meta.Spec.Mandatory != nil)
+}
+
+// kymasForModule lists the Kymas a catalog change of a module can affect:
+// those that list or have the module, or every Kyma for a mandatory module.
+func (r *Reconciler) kymasForModule(ctx context.Context, module string, mandatory bool) []reconcile.Request {
+	list := &v1beta2.KymaList{}
+	opts := []client.ListOption{}
+	if !mandatory {
+		opts = append(opts, client.MatchingFields{moduleIndex: module})
+	}
+	if err := r.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Kymas for a catalog change", "module", module)
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for _, k := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
+	}
+	return requests
+}
+
+func kymaForSecret(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[v1beta2.KymaNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+func hasKymaNameLabel(obj client.Object) bool {
+	_, ok := obj.GetLabels()[v1beta2.KymaNameLabel]
+	return ok
+}

@@ -1,0 +1,323 @@
+// Package manifest carries out Manifests: it fetches and renders a module's
+// content, applies it to the Kyma's runtime, keeps the inventory, prunes, and
+// reports readiness (SPEC R3, R5).
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// UnmanageAnnotation, set to "true" by the Kyma controller before it deletes
+// a Manifest, means: stop managing the module and leave its resources in the
+// runtime (module managed: false).
+const UnmanageAnnotation = "operator.kyma-project.io/unmanage"
+
+// Renderer turns a Manifest's content into the objects to apply, labelled and
+// namespaced for the runtime. namespaced answers whether a kind is namespaced
+// in the runtime.
+type Renderer interface {
+	Render(ctx context.Context, manifest *v1beta2.Manifest, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error)
+}
+
+// Reconciler reconciles Manifests.
+type Reconciler struct {
+	client.Client
+	Runtimes      *runtime.Clients
+	Renderer      Renderer
+	Recorder      events.EventRecorder
+	Intervals     requeue.Intervals
+	SyncNamespace string
+}
+
+// Reconcile follows the house skeleton: get, deletion, finalizer, then
+// reconcile, with one status patch at the end.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	manifest := &v1beta2.Manifest{}
+	if err := r.Get(ctx, req.NamespacedName, manifest); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	metrics.ManifestReconciles.Inc()
+
+	if !manifest.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(manifest, v1beta2.ManifestFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		return r.finalize(ctx, manifest)
+	}
+
+	if !controllerutil.ContainsFinalizer(manifest, v1beta2.ManifestFinalizer) {
+		patch := client.MergeFrom(manifest.DeepCopy())
+		controllerutil.AddFinalizer(manifest, v1beta2.ManifestFinalizer)
+		if err := r.Patch(ctx, manifest, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	base := manifest.DeepCopy()
+	result, reconcileErr := r.reconcile(ctx, manifest)
+	if err := r.patchStatus(ctx, base, manifest); err != nil {
+		return ctrl.Result{}, errors.Join(reconcileErr, err)
+	}
+	return result, reconcileErr
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	cluster, err := r.cluster(ctx, manifest)
+	if err != nil {
+		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
+		return ctrl.Result{}, err
+	}
+	c := cluster.Client
+
+	if err := ensureNamespace(ctx, c, r.SyncNamespace); err != nil {
+		r.Runtimes.EvictOnError(kymaName(manifest), err)
+		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
+		return ctrl.Result{}, err
+	}
+
+	objects, err := r.Renderer.Render(ctx, manifest, namespacedFunc(cluster.Mapper))
+	if err != nil {
+		// Content that cannot be fetched or rendered never leads to pruning:
+		// what is installed stays installed.
+		setState(manifest, v1beta2.StateError, reasonContentFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+
+	applier := apply.NewApplier(c, cluster.Mapper)
+	applied, err := applier.Apply(ctx, objects)
+	if err != nil {
+		r.Runtimes.EvictOnError(kymaName(manifest), err)
+		setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	if applied.Changed > 0 {
+		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
+		r.event(manifest, corev1.EventTypeNormal, "Applied", fmt.Sprintf("Applied %d of %d resources", applied.Changed, len(objects)))
+	}
+
+	notPruned, err := applier.Prune(ctx, manifest.Status.Synced, applied.Inventory)
+	manifest.Status.Synced = append(applied.Inventory, notPruned...)
+	if err != nil {
+		setState(manifest, v1beta2.StateError, reasonPruneFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+
+	cr, err := defaultCustomResource(manifest, r.SyncNamespace, namespacedFunc(cluster.Mapper))
+	if err != nil {
+		setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	if cr != nil {
+		created, err := apply.EnsureCustomResource(ctx, c, cr)
+		if err != nil {
+			setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
+			return ctrl.Result{}, err
+		}
+		if created {
+			r.event(manifest, corev1.EventTypeNormal, "CustomResourceCreated", fmt.Sprintf("Created %s %s", cr.GetKind(), cr.GetName()))
+		}
+	}
+
+	readiness, err := moduleReadiness(ctx, c, manifest, cr, r.SyncNamespace)
+	if err != nil {
+		setState(manifest, v1beta2.StateError, reasonReadinessFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	setReadiness(manifest, readiness)
+	manifest.Status.ObservedGeneration = manifest.Generation
+	return ctrl.Result{RequeueAfter: r.Intervals.After(manifest.Status.State)}, nil
+}
+
+// finalize removes the module from the runtime: the default custom resource
+// first, then it waits until no custom resource of the module's CRDs is left
+// (their operators clean up behind them), then it prunes the inventory, then
+// it lets the Manifest go.
+func (r *Reconciler) finalize(ctx context.Context, manifest *v1beta2.Manifest) (ctrl.Result, error) {
+	base := manifest.DeepCopy()
+	result, err := r.uninstall(ctx, manifest)
+	if err != nil || !result.IsZero() {
+		return result, errors.Join(err, r.patchStatus(ctx, base, manifest))
+	}
+	patch := client.MergeFrom(manifest.DeepCopy())
+	controllerutil.RemoveFinalizer(manifest, v1beta2.ManifestFinalizer)
+	if err := r.Patch(ctx, manifest, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) (ctrl.Result, error) {
+	cluster, err := r.cluster(ctx, manifest)
+	if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+		// The runtime is gone for good: its Secret was deleted. There is
+		// nothing left to clean up in it, so do not block forever.
+		ctrl.LoggerFrom(ctx).Info("Runtime has no kubeconfig Secret any more; releasing the Manifest without cleanup")
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
+		return ctrl.Result{}, err
+	}
+	c := cluster.Client
+
+	if manifest.Annotations[UnmanageAnnotation] == "true" {
+		if err := releaseResources(ctx, c, manifest.Status.Synced); err != nil {
+			setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, nil
+	}
+
+	setState(manifest, v1beta2.StateDeleting, reasonDeleting, "Removing the module from the runtime")
+	cr, err := defaultCustomResource(manifest, r.SyncNamespace, namespacedFunc(cluster.Mapper))
+	if err != nil && !meta.IsNoMatchError(err) {
+		return ctrl.Result{}, err
+	}
+	if cr != nil {
+		if _, err := apply.DeleteCustomResource(ctx, c, cr); err != nil {
+			r.Runtimes.EvictOnError(kymaName(manifest), err)
+			return ctrl.Result{}, err
+		}
+	}
+	remaining, total, err := apply.RemainingCustomResources(ctx, c, manifest.Status.Synced, 5)
+	if err != nil {
+		r.Runtimes.EvictOnError(kymaName(manifest), err)
+		return ctrl.Result{}, err
+	}
+	if total > 0 {
+		setState(manifest, v1beta2.StateDeleting, reasonWaitingForCustomResources,
+			fmt.Sprintf("Waiting for %d custom resources to be deleted by their owners: %s", total, joinShort(remaining, total)))
+		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
+	}
+
+	failed, err := apply.NewApplier(c, cluster.Mapper).Delete(ctx, manifest.Status.Synced)
+	if err != nil {
+		manifest.Status.Synced = failed
+		setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
+		return ctrl.Result{}, err
+	}
+	manifest.Status.Synced = nil
+	r.event(manifest, corev1.EventTypeNormal, "Uninstalled", "Removed the module's resources from the runtime")
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) cluster(ctx context.Context, manifest *v1beta2.Manifest) (*runtime.Cluster, error) {
+	name := kymaName(manifest)
+	if name == "" {
+		return nil, fmt.Errorf("manifest has no %s label", v1beta2.KymaNameLabel)
+	}
+	return r.Runtimes.Get(ctx, name)
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, base, manifest *v1beta2.Manifest) error {
+	if equality.Semantic.DeepEqual(base.Status, manifest.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, manifest, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(manifest *v1beta2.Manifest, eventType, reason, note string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(manifest, nil, eventType, reason, reason, "%s", note)
+	}
+}
+
+func kymaName(manifest *v1beta2.Manifest) string {
+	return manifest.Labels[v1beta2.KymaNameLabel]
+}
+
+// ensureNamespace creates the runtime's sync namespace when it is missing.
+// It is not part of any module's inventory: modules share it.
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{}
+	err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// releaseResources removes this operator's labels from a module's resources
+// so that nothing of ours claims them any more (module managed: false).
+func releaseResources(ctx context.Context, c client.Client, inventory []v1beta2.Resource) error {
+	for _, r := range inventory {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+		}
+		patch := client.MergeFrom(obj.DeepCopy())
+		labels := obj.GetLabels()
+		delete(labels, v1beta2.ManagedByLabel)
+		delete(labels, v1beta2.KymaNameLabel)
+		delete(labels, v1beta2.ModuleNameLabel)
+		obj.SetLabels(labels)
+		if err := c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+		}
+	}
+	return nil
+}
+
+// namespacedFunc answers from the runtime's REST mapper whether a kind is
+// namespaced.
+func namespacedFunc(mapper meta.RESTMapper) func(schema.GroupVersionKind) (bool, error) {
+	return func(gvk schema.GroupVersionKind) (bool, error) {
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return false, err
+		}
+		return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+	}
+}
+
+func joinShort(items []string, total int) string {
+	s := ""
+	for i, item := range items {
+		if i > 0 {
+			s += ", "
+		}
+		s += item
+	}
+	if total > len(items) {
+		s += fmt.Sprintf(" and %d more", total-len(items))
+	}
+	return s
+}

@@ -1,0 +1,56 @@
+// Package metrics defines the operator's Prometheus metrics, registered on
+// controller-runtime's registry so they are served with its own work-queue
+// and reconcile metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// ManifestReconciles counts Manifest reconciles.
+	ManifestReconciles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lifecycle_manager_manifest_reconciles_total",
+		Help: "Manifest reconciles started.",
+	})
+
+	// KymaReconciles counts Kyma reconciles.
+	KymaReconciles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lifecycle_manager_kyma_reconciles_total",
+		Help: "Kyma reconciles started.",
+	})
+
+	// Requeues counts requeues by reason.
+	Requeues = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifecycle_manager_requeues_total",
+		Help: "Requeues by controller and reason (state or error class).",
+	}, []string{"controller", "reason"})
+
+	// KymaState is 1 for the state each Kyma is in, 0 for the others.
+	KymaState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lifecycle_manager_kyma_state",
+		Help: "1 for the current state of a Kyma.",
+	}, []string{"kyma", "state"})
+
+	// ModuleState is 1 for the state each module of each Kyma is in.
+	ModuleState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lifecycle_manager_module_state",
+		Help: "1 for the current state of a module in a Kyma.",
+	}, []string{"kyma", "module", "state"})
+
+	// ModuleTimeToReady observes how long modules take from Processing or
+	// Error to Ready.
+	ModuleTimeToReady = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lifecycle_manager_module_time_to_ready_seconds",
+		Help:    "Time a module takes from Processing or Error to Ready.",
+		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800},
+	}, []string{"module"})
+)
+
+func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
+	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
+}
+
+// States lists every state, so that gauges can zero the ones not current.
+var States = []string{"Ready", "Processing", "Error", "Deleting", "Warning", "Unmanaged"}

@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+)
+
+// TestInvalidObjectsAreRefused checks that the API server refuses each invalid
+// object with a message naming the field to fix.
+func TestInvalidObjectsAreRefused(t *testing.T) {
+	ns := newNamespace(t)
+	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
+	kyma := func(name string, spec v1beta2.KymaSpec) *v1beta2.Kyma {
+		return &v1beta2.Kyma{ObjectMeta: meta(name), Spec: spec}
+	}
+	template := func(name string, spec v1beta2.ModuleTemplateSpec) *v1beta2.ModuleTemplate {
+		return &v1beta2.ModuleTemplate{ObjectMeta: meta(name), Spec: spec}
+	}
+	releaseMeta := func(name string, spec v1beta2.ModuleReleaseMetaSpec) *v1beta2.ModuleReleaseMeta {
+		return &v1beta2.ModuleReleaseMeta{ObjectMeta: meta(name), Spec: spec}
+	}
+	regular := []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: "1.0.0"}}
+	validWatcher := v1beta2.WatcherSpec{
+		ServiceInfo:     v1beta2.Service{Name: "listener", Namespace: "kcp-system", Port: 8082},
+		ResourceToWatch: v1beta2.WatchableGVR{Group: "operator.kyma-project.io", Version: "v1beta2", Resource: "kymas"},
+		Field:           v1beta2.SpecField,
+	}
+
+	tests := []struct {
+		name string
+		obj  client.Object
+		want []string // substrings of the error: the field, and what is wrong
+	}{
+		{
+			name: "kyma channel with capitals",
+			obj:  kyma("k1", v1beta2.KymaSpec{Channel: "Fast"}),
+			want: []string{"spec.channel", "should match '^[a-z]+$'"},
+		},
+		{
+			name: "kyma channel too short",
+			obj:  kyma("k2", v1beta2.KymaSpec{Channel: "ab"}),
+			want: []string{"spec.channel", "at least 3 chars long"},
+		},
+		{
+			name: "kyma channel too long",
+			obj:  kyma("k3", v1beta2.KymaSpec{Channel: "abcdefghijklmnopqrstuvwxyzabcdefg"}),
+			want: []string{"spec.channel", "may not be more than 32"},
+		},
+		{
+			name: "module channel with digits",
+			obj:  kyma("k4", v1beta2.KymaSpec{Modules: []v1beta2.Module{{Name: "m", Channel: "fast1"}}}),
+			want: []string{"spec.modules[0].channel", "should match"},
+		},
+		{
+			name: "duplicate module names",
+			obj:  kyma("k5", v1beta2.KymaSpec{Modules: []v1beta2.Module{{Name: "m"}, {Name: "m"}}}),
+			want: []string{"spec.modules[1]", "Duplicate value"},
+		},
+		{
+			name: "unknown customResourcePolicy",
+			obj:  kyma("k6", v1beta2.KymaSpec{Modules: []v1beta2.Module{{Name: "m", CustomResourcePolicy: "Keep"}}}),
+			want: []string{"spec.modules[0].customResourcePolicy", `supported values: "CreateAndDelete", "Ignore"`},
+		},
+		{
+			name: "module without a name",
+			obj:  kyma("k7", v1beta2.KymaSpec{Modules: []v1beta2.Module{{Name: ""}}}),
+			want: []string{"spec.modules[0].name", "at least 1 chars long"},
+		},
+		{
+			name: "template version not semver",
+			obj:  template("t1", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0"}),
+			want: []string{"spec.version", "should match"},
+		},
+		{
+			name: "template module name with underscore",
+			obj:  template("t2", v1beta2.ModuleTemplateSpec{ModuleName: "bad_name", Version: "1.0.0"}),
+			want: []string{"spec.moduleName", "should match"},
+		},
+		{
+			name: "template unknown target",
+			obj:  template("t3", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", Target: "moon"}),
+			want: []string{"spec.target", `supported values: "runtime", "control-plane"`},
+		},
+		{
+			name: "release meta with channels and mandatory",
+			obj: releaseMeta("r1", v1beta2.ModuleReleaseMetaSpec{
+				ModuleName: "sample", Channels: regular, Mandatory: &v1beta2.Mandatory{Version: "1.0.0"},
+			}),
+			want: []string{"spec", "exactly one of spec.channels and spec.mandatory must be set"},
+		},
+		{
+			name: "release meta with neither channels nor mandatory",
+			obj:  releaseMeta("r2", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample"}),
+			want: []string{"spec", "exactly one of spec.channels and spec.mandatory must be set"},
+		},
+		{
+			name: "release meta with a channel twice",
+			obj: releaseMeta("r3", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample", Channels: []v1beta2.ChannelVersionAssignment{
+				{Channel: "regular", Version: "1.0.0"}, {Channel: "regular", Version: "2.0.0"},
+			}}),
+			want: []string{"spec.channels[1]", "Duplicate value"},
+		},
+		{
+			name: "release meta channel version not semver",
+			obj: releaseMeta("r4", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample", Channels: []v1beta2.ChannelVersionAssignment{
+				{Channel: "regular", Version: "latest"},
+			}}),
+			want: []string{"spec.channels[0].version", "should match"},
+		},
+		{
+			name: "release meta mandatory version not semver",
+			obj: releaseMeta("r5", v1beta2.ModuleReleaseMetaSpec{
+				ModuleName: "sample", Mandatory: &v1beta2.Mandatory{Version: "v1"},
+			}),
+			want: []string{"spec.mandatory.version", "should match"},
+		},
+		{
+			name: "release meta channel name invalid",
+			obj: releaseMeta("r6", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample", Channels: []v1beta2.ChannelVersionAssignment{
+				{Channel: "x", Version: "1.0.0"},
+			}}),
+			want: []string{"spec.channels[0].channel", "at least 3 chars long"},
+		},
+		{
+			name: "manifest unknown customResourcePolicy",
+			obj: &v1beta2.Manifest{ObjectMeta: meta("m1"), Spec: v1beta2.ManifestSpec{
+				CustomResourcePolicy: "Sometimes",
+			}},
+			want: []string{"spec.customResourcePolicy", "supported values"},
+		},
+		{
+			name: "watcher unknown field",
+			obj: func() client.Object {
+				spec := validWatcher
+				spec.Field = "metadata"
+				return &v1beta2.Watcher{ObjectMeta: meta("w1"), Spec: spec}
+			}(),
+			want: []string{"spec.field", `supported values: "spec", "status"`},
+		},
+		{
+			name: "watcher port out of range",
+			obj: func() client.Object {
+				spec := validWatcher
+				spec.ServiceInfo.Port = 70000
+				return &v1beta2.Watcher{ObjectMeta: meta("w2"), Spec: spec}
+			}(),
+			want: []string{"spec.serviceInfo.port", "less than or equal to 65535"},
+		},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := k8sClient.Create(context.Background(), tt.obj)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+			for _, want := range tt.want {
+				g.Expect(err.Error()).To(ContainSubstring(want))
+			}
+		})
+	}
+}
