@@ -58,7 +58,7 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 	state := v1beta2.StateReady
 	notReady, failed := 0, 0
 	for i := range modules {
-		ms := moduleStatus(kyma, &modules[i], manifests[manifestName(kyma, modules[i].Name)])
+		ms := moduleStatus(&modules[i], manifests[manifestName(kyma, modules[i].Name)])
 		clock.observe(kyma.Name, ms.Name, ms.State)
 		statuses = append(statuses, ms)
 		state = worse(state, ms.State)
@@ -100,7 +100,7 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 	}
 }
 
-func moduleStatus(kyma *v1beta2.Kyma, module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleStatus {
+func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleStatus {
 	ms := v1beta2.ModuleStatus{
 		Name:    module.Name,
 		FQDN:    module.Name,

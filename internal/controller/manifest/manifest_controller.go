@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,9 +27,9 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
-// UnmanageAnnotation, set to "true" by the Kyma controller before it deletes
-// a Manifest, means: stop managing the module and leave its resources in the
-// runtime (module managed: false).
+// UnmanageAnnotation is set to "true" by the Kyma controller before it
+// deletes a Manifest to say: stop managing the module and leave its resources
+// in the runtime (module managed: false).
 const UnmanageAnnotation = "operator.kyma-project.io/unmanage"
 
 // Renderer turns a Manifest's content into the objects to apply, labelled and
@@ -117,7 +117,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 
 	notPruned, err := applier.Prune(ctx, manifest.Status.Synced, applied.Inventory)
-	manifest.Status.Synced = append(applied.Inventory, notPruned...)
+	manifest.Status.Synced = append(applied.Inventory, notPruned...) //nolint:gocritic // Inventory is ours to extend
 	if err != nil {
 		setState(manifest, v1beta2.StateError, reasonPruneFailed, err.Error())
 		return ctrl.Result{}, err

@@ -1,0 +1,54 @@
+// Command lifecycle-manager runs the operator in the control plane.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+)
+
+func main() {
+	opts := operator.DefaultOptions()
+	var insecureRegistries string
+	zapOpts := zap.Options{}
+
+	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
+	flag.StringVar(&opts.SyncNamespace, "sync-namespace", opts.SyncNamespace, "Namespace the operator uses in each runtime.")
+	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address of the metrics endpoint; 0 disables it.")
+	flag.StringVar(&opts.HealthProbeAddr, "health-probe-bind-address", opts.HealthProbeAddr, "Address of the health probes; 0 disables them.")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "Elect a leader so that only one replica reconciles.")
+	flag.DurationVar(&opts.Intervals.Ready, "requeue-ready", opts.Intervals.Ready, "How often a Ready object is checked for drift.")
+	flag.DurationVar(&opts.Intervals.Processing, "requeue-processing", opts.Intervals.Processing, "How soon an object on its way to Ready is looked at again.")
+	flag.DurationVar(&opts.Intervals.Error, "requeue-error", opts.Intervals.Error, "How soon an object in Error is looked at again.")
+	flag.DurationVar(&opts.Intervals.Warning, "requeue-warning", opts.Intervals.Warning, "How soon an object in Warning is looked at again.")
+	flag.Float64Var(&opts.Intervals.Jitter, "requeue-jitter", opts.Intervals.Jitter, "Random fraction by which requeue intervals are lengthened.")
+	flag.DurationVar(&opts.BaseBackoff, "backoff-base", opts.BaseBackoff, "First retry delay after an error.")
+	flag.DurationVar(&opts.MaxBackoff, "backoff-max", opts.MaxBackoff, "Longest retry delay after repeated errors.")
+	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "Kymas reconciled at once.")
+	flag.IntVar(&opts.ManifestConcurrency, "manifest-concurrency", opts.ManifestConcurrency, "Manifests reconciled at once.")
+	flag.StringVar(&insecureRegistries, "insecure-registries", "", "Comma-separated registry hosts reached over plain HTTP.")
+	flag.StringVar(&opts.Content.CacheDir, "content-cache-dir", opts.Content.CacheDir, "Directory that keeps fetched module content across restarts.")
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if insecureRegistries != "" {
+		opts.Content.InsecureRegistries = strings.Split(insecureRegistries, ",")
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading kubeconfig:", err)
+		os.Exit(1)
+	}
+	opts.Config = cfg
+	if err := operator.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

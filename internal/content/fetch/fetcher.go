@@ -1,0 +1,208 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+)
+
+// Fetcher reads module content by pinned link, through its caches. One
+// Fetcher is shared by all reconciles: it is safe for concurrent use, and
+// concurrent fetches of one digest share one download.
+type Fetcher struct {
+	cfg     config
+	http    *http.Client
+	memory  *memoryCache // nil when turned off
+	disk    *diskCache   // nil when turned off
+	flights singleflight.Group
+
+	// joined, when set by a test, is called each time a Fetch waits on a
+	// download, its own or one in flight already.
+	joined func()
+}
+
+// New returns a Fetcher. It fails only when the disk cache directory cannot
+// be created.
+func New(opts ...Option) (*Fetcher, error) {
+	cfg := newConfig(opts)
+	f := &Fetcher{cfg: cfg, http: &http.Client{Transport: cfg.transport}}
+	if cfg.memoryCacheSize > 0 {
+		f.memory = newMemoryCache(cfg.memoryCacheSize)
+	}
+	if cfg.diskCacheDir != "" {
+		disk, err := newDiskCache(cfg.diskCacheDir)
+		if err != nil {
+			return nil, err
+		}
+		f.disk = disk
+	}
+	return f, nil
+}
+
+// Fetch returns the content a pinned link points to: oci://host/repo@sha256:…
+// or an http(s) URL ending in #sha256=<hex>. The content is verified against
+// the digest, so what Fetch returns is exactly what was pinned. Unpinned links
+// are refused: they are pinned once, with Pin, when the Manifest is made.
+//
+// The caller owns the returned slice.
+func (f *Fetcher) Fetch(ctx context.Context, rawLink string) ([]byte, error) {
+	l, err := parseLink(rawLink)
+	if err != nil {
+		return nil, err
+	}
+	if l.digest == "" {
+		return nil, fmt.Errorf("link %q is not pinned by digest (oci://…@sha256:… or #sha256=…); links are pinned when the Manifest is made", l)
+	}
+	if data, ok := f.cached(ctx, l.digest); ok {
+		return bytes.Clone(data), nil
+	}
+	flight := f.flights.DoChan(l.digest, func() (any, error) {
+		return f.downloadPinned(ctx, l)
+	})
+	v, err := f.wait(ctx, l, flight)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v.([]byte)), nil
+}
+
+// Pin returns res with its link pinned by digest, as a Manifest must carry
+// it: an oci:// tag is resolved to the digest of the artifact's layer named
+// res.Name, and an http(s) URL is fetched and gets #sha256=<digest of the
+// body> (its content is then cached for the Fetch that follows). A link
+// pinned already is returned unchanged, without any request.
+func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2.ContentResource, error) {
+	l, err := parseLink(res.Link)
+	if err != nil {
+		return res, err
+	}
+	if l.digest != "" {
+		return res, nil
+	}
+	if l.oci {
+		ctx, cancel := context.WithTimeout(ctx, f.cfg.timeout)
+		defer cancel()
+		pinned, err := ociartifact.ResolveTag(ctx, l.raw, res.Name, f.ociOptions(l.host)...)
+		if err != nil {
+			return res, err
+		}
+		res.Link = pinned
+		return res, nil
+	}
+	flight := f.flights.DoChan("url "+l.url, func() (any, error) {
+		data, err := f.download(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		digest := digestOf(data)
+		f.store(ctx, digest, data)
+		return digest, nil
+	})
+	v, err := f.wait(ctx, l, flight)
+	if err != nil {
+		return res, err
+	}
+	res.Link = pinnedHTTPLink(l, v.(string))
+	return res, nil
+}
+
+// wait waits for a download shared with other callers, or until the
+// caller's own context ends; the download goes on for the others.
+func (f *Fetcher) wait(ctx context.Context, l link, flight <-chan singleflight.Result) (any, error) {
+	if f.joined != nil {
+		f.joined()
+	}
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fetching %s: %w", l, ctx.Err())
+	case r := <-flight:
+		return r.Val, r.Err
+	}
+}
+
+// downloadPinned downloads the content of a pinned link, verifies it and
+// caches it. It looks in the cache once more first: another flight may have
+// filled it since the caller looked.
+func (f *Fetcher) downloadPinned(ctx context.Context, l link) ([]byte, error) {
+	if data, ok := f.cached(ctx, l.digest); ok {
+		return data, nil
+	}
+	data, err := f.download(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if got := digestOf(data); got != l.digest {
+		return nil, fmt.Errorf("content of %s has digest %s, but the link pins %s", l, got, l.digest)
+	}
+	f.store(ctx, l.digest, data)
+	return data, nil
+}
+
+// download reads a link's content, bounded by the configured timeout. The
+// download is shared by every caller waiting on it, so it does not stop when
+// the context of the caller that started it ends; it keeps that context's
+// values (the logger).
+func (f *Fetcher) download(ctx context.Context, l link) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.timeout)
+	defer cancel()
+	if l.oci {
+		return ociartifact.FetchLayer(ctx, l.raw, f.ociOptions(l.host)...)
+	}
+	return f.getHTTP(ctx, l)
+}
+
+func (f *Fetcher) ociOptions(host string) []ociartifact.Option {
+	var opts []ociartifact.Option
+	if f.cfg.insecureHosts[host] {
+		opts = append(opts, ociartifact.Insecure())
+	}
+	if f.cfg.keychain != nil {
+		opts = append(opts, ociartifact.WithKeychain(f.cfg.keychain))
+	}
+	if f.cfg.transport != nil {
+		opts = append(opts, ociartifact.WithTransport(f.cfg.transport))
+	}
+	return opts
+}
+
+// cached looks in memory, then on disk. A disk cache that cannot be read is
+// only logged: the content can still be downloaded.
+func (f *Fetcher) cached(ctx context.Context, digest string) ([]byte, bool) {
+	if f.memory != nil {
+		if data, ok := f.memory.get(digest); ok {
+			return data, true
+		}
+	}
+	if f.disk == nil {
+		return nil, false
+	}
+	data, ok, err := f.disk.get(digest)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Reading the content cache failed", "digest", digest)
+		return nil, false
+	}
+	if ok && f.memory != nil {
+		f.memory.add(digest, data)
+	}
+	return data, ok
+}
+
+// store caches verified content. A disk cache that cannot be written is
+// only logged: the content is still good.
+func (f *Fetcher) store(ctx context.Context, digest string, data []byte) {
+	if f.memory != nil {
+		f.memory.add(digest, data)
+	}
+	if f.disk != nil {
+		if err := f.disk.put(digest, data); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "Writing the content cache failed", "digest", digest)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+// Package operator wires the whole lifecycle manager — controllers, runtime
+// clients, content fetching, metrics — from one Options struct. The binary,
+// the dev environment, end-to-end tests and the benchmark all run this same
+// code; there is no second copy of the wiring.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Config reaches the control plane (KCP).
+	Config *rest.Config
+
+	// Namespace holds Kymas, the catalog, Manifests and runtime Secrets.
+	Namespace string
+	// SyncNamespace is the namespace the operator uses in each runtime.
+	SyncNamespace string
+
+	// MetricsAddr and HealthProbeAddr are listen addresses; "0" disables.
+	MetricsAddr     string
+	HealthProbeAddr string
+	LeaderElection  bool
+
+	Intervals               requeue.Intervals
+	BaseBackoff, MaxBackoff time.Duration
+	KymaConcurrency         int
+	ManifestConcurrency     int
+
+	// RuntimeQPS and RuntimeBurst limit each runtime client.
+	RuntimeQPS   float32
+	RuntimeBurst int
+
+	// Content configures fetching module content.
+	Content ContentOptions
+}
+
+// ContentOptions configure where module content comes from.
+type ContentOptions struct {
+	// InsecureRegistries are reached over plain HTTP (local registries).
+	InsecureRegistries []string
+	// CacheDir keeps fetched content across restarts; empty keeps it in
+	// memory only.
+	CacheDir string
+	// MemoryCacheBytes bounds the in-memory content cache.
+	MemoryCacheBytes int64
+}
+
+// DefaultOptions are the operator's defaults; flags override them.
+func DefaultOptions() Options {
+	return Options{
+		Namespace:           "kcp-system",
+		SyncNamespace:       v1beta2.DefaultRuntimeNamespace,
+		MetricsAddr:         ":8080",
+		HealthProbeAddr:     ":8081",
+		Intervals:           requeue.DefaultIntervals(),
+		BaseBackoff:         time.Second,
+		MaxBackoff:          2 * time.Minute,
+		KymaConcurrency:     8,
+		ManifestConcurrency: 16,
+		RuntimeQPS:          50,
+		RuntimeBurst:        100,
+		Content:             ContentOptions{MemoryCacheBytes: 256 << 20},
+	}
+}
+
+// NewScheme returns the scheme the operator works with.
+func NewScheme() (*k8sruntime.Scheme, error) {
+	scheme := k8sruntime.NewScheme()
+	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta2.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// Run starts the operator and blocks until ctx is done.
+func Run(ctx context.Context, opts Options) error {
+	mgr, err := New(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// New builds the operator's manager with every controller registered, ready
+// to Start.
+func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
+	if opts.Config == nil {
+		return nil, errors.New("operator: no control-plane config")
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.HealthProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "lifecycle-manager.operator.kyma-project.io",
+		LeaderElectionNamespace: opts.Namespace,
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+			// managedFields are large and never read by the operator.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	runtimes := runtime.NewClients(mgr.GetClient(), runtime.Options{
+		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
+	})
+	content, err := newContent(opts.Content, opts.SyncNamespace)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := (&kyma.Reconciler{
+		Client:    mgr.GetClient(),
+		Runtimes:  runtimes,
+		Pinner:    content,
+		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
+		Intervals: opts.Intervals,
+	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
+		Namespace:               opts.Namespace,
+		MaxConcurrentReconciles: opts.KymaConcurrency,
+		BaseBackoff:             opts.BaseBackoff,
+		MaxBackoff:              opts.MaxBackoff,
+	}); err != nil {
+		return nil, fmt.Errorf("setting up the Kyma controller: %w", err)
+	}
+	if err := (&manifest.Reconciler{
+		Client:        mgr.GetClient(),
+		Runtimes:      runtimes,
+		Renderer:      content,
+		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
+		Intervals:     opts.Intervals,
+		SyncNamespace: opts.SyncNamespace,
+	}).SetupWithManager(mgr, manifest.SetupOptions{
+		MaxConcurrentReconciles: opts.ManifestConcurrency,
+		BaseBackoff:             opts.BaseBackoff,
+		MaxBackoff:              opts.MaxBackoff,
+	}); err != nil {
+		return nil, fmt.Errorf("setting up the Manifest controller: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+)
+
+const (
+	timeout  = 90 * time.Second
+	interval = 100 * time.Millisecond
+)
+
+// runtimeHandle is one shared kwok runtime.
+type runtimeHandle struct {
+	name    string
+	cluster *testcluster.Runtime
+	client  client.Client
+}
+
+func newRuntimeHandle(name string, r *testcluster.Runtime, scheme *runtime.Scheme) (*runtimeHandle, error) {
+	c, err := client.New(r.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeHandle{name: name, cluster: r, client: c}, nil
+}
+
+// testKyma is a Kyma of one test, bound to a runtime it holds alone.
+type testKyma struct {
+	name    string
+	runtime *runtimeHandle
+}
+
+// newKyma takes a runtime from the pool, registers it under a new Kyma with
+// the given modules and returns it. At the end of the test the Kyma is
+// deleted, which must uninstall everything, and the runtime goes back.
+func newKyma(t *testing.T, modules ...v1beta2.Module) *testKyma {
+	t.Helper()
+	ctx := context.Background()
+	rt := <-env.runtimes
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.TrimRight(name, "-")
+	k := &testKyma{name: name, runtime: rt}
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name + "-kubeconfig", Namespace: kcpNamespace,
+			Labels: map[string]string{v1beta2.KymaNameLabel: name},
+		},
+		Data: map[string][]byte{"config": rt.cluster.Kubeconfig()},
+	}
+	if err := env.kcpClient.Create(ctx, secret); err != nil {
+		env.runtimes <- rt
+		t.Fatalf("registering runtime: %v", err)
+	}
+	kyma := &v1beta2.Kyma{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{v1beta2.RuntimeIDLabel: rt.name}},
+		Spec:       v1beta2.KymaSpec{Channel: "regular", Modules: modules},
+	}
+	if err := env.kcpClient.Create(ctx, kyma); err != nil {
+		env.runtimes <- rt
+		t.Fatalf("creating Kyma: %v", err)
+	}
+	t.Cleanup(func() { k.release(t) })
+	return k
+}
+
+// release deletes the Kyma, waits until it is gone (which must uninstall its
+// modules), and returns the runtime clean to the pool.
+func (k *testKyma) release(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	defer func() { env.runtimes <- k.runtime }()
+	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}}
+	g.Expect(client.IgnoreNotFound(env.kcpClient.Delete(ctx, kyma))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma))
+	}, timeout, interval).Should(BeTrue(), "Kyma %s was not deleted: %s", k.name, describe(kyma))
+	g.Expect(env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace),
+		client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
+
+	// A failed test may leave things behind; the next test gets a clean runtime.
+	rc := k.runtime.client
+	g.Expect(rc.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{},
+		client.MatchingLabels{v1beta2.ManagedByLabel: v1beta2.ManagedByValue})).To(Succeed())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1beta2.DefaultRuntimeNamespace}}
+	g.Expect(client.IgnoreNotFound(rc.Delete(ctx, ns))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(rc.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+	}, timeout, interval).Should(BeTrue(), "runtime %s: namespace %s was not removed", k.runtime.name, ns.Name)
+}
+
+func (k *testKyma) get(g Gomega) *v1beta2.Kyma {
+	kyma := &v1beta2.Kyma{}
+	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, kyma)).To(Succeed())
+	return kyma
+}
+
+// update changes the Kyma's spec, retrying on conflicts.
+func (k *testKyma) update(t *testing.T, change func(*v1beta2.Kyma)) {
+	t.Helper()
+	Eventually(func(g Gomega) {
+		kyma := k.get(g)
+		change(kyma)
+		g.Expect(env.kcpClient.Update(context.Background(), kyma)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// eventuallyState waits for the Kyma's state and returns the Kyma.
+func (k *testKyma) eventuallyState(t *testing.T, state v1beta2.State) *v1beta2.Kyma {
+	t.Helper()
+	var kyma *v1beta2.Kyma
+	Eventually(func(g Gomega) {
+		kyma = k.get(g)
+		g.Expect(kyma.Status.State).To(Equal(state), "Kyma status: %s", describe(kyma))
+	}, timeout, interval).Should(Succeed())
+	return kyma
+}
+
+func (k *testKyma) moduleStatus(g Gomega, name string) v1beta2.ModuleStatus {
+	kyma := k.get(g)
+	for _, m := range kyma.Status.Modules {
+		if m.Name == name {
+			return m
+		}
+	}
+	g.Expect(kyma.Status.Modules).To(ContainElement(HaveField("Name", name)))
+	return v1beta2.ModuleStatus{}
+}
+
+func describe(kyma *v1beta2.Kyma) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state=%s", kyma.Status.State)
+	for _, c := range kyma.Status.Conditions {
+		fmt.Fprintf(&b, " [%s=%s %s: %s]", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, m := range kyma.Status.Modules {
+		fmt.Fprintf(&b, " {%s %s %s: %s}", m.Name, m.Version, m.State, m.Message)
+	}
+	return b.String()
+}
+
+// module is a Kyma module entry with the API's defaults.
+func module(name string) v1beta2.Module {
+	return v1beta2.Module{Name: name, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete}
+}
+
+// inRuntime reads an object from the Kyma's runtime.
+func (k *testKyma) inRuntime(obj client.Object, name string) error {
+	return k.runtime.client.Get(context.Background(), client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name}, obj)
+}
