@@ -101,13 +101,19 @@ func TestFetchLayerErrors(t *testing.T) {
 	}
 }
 
-func TestFetchLayerRegistryDown(t *testing.T) {
+func TestFetchLayerRegistryDownAndBack(t *testing.T) {
 	g := NewWithT(t)
 	reg := testregistry.Start()
+	defer reg.Close()
 	artifact, err := ociartifact.Push(context.Background(), reg.Host()+"/modules/sample:1.0.0", moduleLayers(), ociartifact.Insecure())
 	g.Expect(err).NotTo(HaveOccurred())
-	reg.Close()
 
+	reg.Stop()
 	_, err = ociartifact.FetchLayer(context.Background(), artifact.Links["rawManifest"], ociartifact.Insecure())
 	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
+
+	g.Expect(reg.Restart()).To(Succeed())
+	data, err := ociartifact.FetchLayer(context.Background(), artifact.Links["rawManifest"], ociartifact.Insecure())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(HavePrefix("apiVersion: v1"))
 }

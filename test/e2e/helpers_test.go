@@ -123,13 +123,13 @@ func (k *testKyma) update(t *testing.T, change func(*v1beta2.Kyma)) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// eventuallyState waits for the Kyma's state and returns the Kyma.
-func (k *testKyma) eventuallyState(t *testing.T, state v1beta2.State) *v1beta2.Kyma {
+// eventuallyReady waits until the Kyma is Ready and returns it.
+func (k *testKyma) eventuallyReady(t *testing.T) *v1beta2.Kyma {
 	t.Helper()
 	var kyma *v1beta2.Kyma
 	Eventually(func(g Gomega) {
 		kyma = k.get(g)
-		g.Expect(kyma.Status.State).To(Equal(state), "Kyma status: %s", describe(kyma))
+		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady), "Kyma status: %s", describe(kyma))
 	}, timeout, interval).Should(Succeed())
 	return kyma
 }

@@ -19,7 +19,7 @@ func TestInstallToReady(t *testing.T) {
 	RegisterTestingT(t)
 	k := newKyma(t, module(samplemodules.Sample), module(samplemodules.Chart))
 
-	kyma := k.eventuallyState(t, v1beta2.StateReady)
+	kyma := k.eventuallyReady(t)
 	g := NewWithT(t)
 	g.Expect(kyma.Status.Modules).To(HaveLen(2))
 	for _, m := range kyma.Status.Modules {

@@ -27,7 +27,7 @@ func TestUpgradePrunesDroppedResources(t *testing.T) {
 	evolving := module(samplemodules.Evolving)
 	evolving.Channel = "upgrade"
 	k := newKyma(t, evolving)
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 	Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-dropped-in-2")).To(Succeed())
 
 	setChannel(t, samplemodules.Evolving, "upgrade", "2.0.0")
@@ -63,7 +63,7 @@ func TestDriftIsCorrected(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 	rc := k.runtime.client
 
 	unowned := &corev1.ConfigMap{
@@ -96,7 +96,7 @@ func TestDriftIsCorrected(t *testing.T) {
 func TestModuleRemoval(t *testing.T) {
 	RegisterTestingT(t)
 	k := newKyma(t, module(samplemodules.Evolving), module(samplemodules.Chart))
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules = []v1beta2.Module{module(samplemodules.Chart)} })
 	Eventually(func(g Gomega) {
@@ -118,7 +118,7 @@ func TestKymaDeletionWaitsForBlockingCustomResources(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Sample))
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 
 	userSample := &unstructured.Unstructured{}
 	userSample.SetGroupVersionKind(samplemodules.SampleResource.GroupVersion().WithKind("Sample"))
@@ -153,7 +153,7 @@ func TestIgnorePolicyCreatesNoCustomResource(t *testing.T) {
 	sample := module(samplemodules.Sample)
 	sample.CustomResourcePolicy = v1beta2.CustomResourcePolicyIgnore
 	k := newKyma(t, sample)
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(samplemodules.SampleResource.GroupVersion().WithKind("Sample"))
@@ -169,7 +169,7 @@ func TestDebugLabel(t *testing.T) {
 	sample := module(samplemodules.Sample)
 	sample.Debug = ptr.To(true)
 	k := newKyma(t, sample)
-	k.eventuallyState(t, v1beta2.StateReady)
+	k.eventuallyReady(t)
 
 	deployment := &appsv1.Deployment{}
 	Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
