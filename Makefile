@@ -66,6 +66,10 @@ test: testbin ## Run all tests against real API servers (builds bin/ first).
 	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
 	cd api && $(GO) test $(GOTESTFLAGS) -count=1 ./...
 
+.PHONY: bench
+bench: testbin ## Run the benchmarks against real API servers and print their figures (BENCH_KYMAS, BENCH_MODULES).
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/e2e/
+
 ##@ Tools
 
 $(CONTROLLER_GEN): hack/devtools/controller-gen/go.mod

@@ -48,6 +48,16 @@ type KymaSpec struct {
 	// Kyma and wins over each module's own setting.
 	// +optional
 	Debug *bool `json:"debug,omitempty"`
+
+	// SyncNamespace overrides the operator's sync namespace (kyma-system)
+	// for this Kyma's runtime: namespaced module objects that name no
+	// namespace, and default custom resources, go there. Load tests use it
+	// to let many Kymas share one runtime API server, each in a namespace of
+	// its own (SPEC R19).
+	// +optional
+	// +kubebuilder:validation:Pattern:=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength:=63
+	SyncNamespace string `json:"syncNamespace,omitempty"`
 }
 
 // Module is one module a runtime should have.

@@ -86,6 +86,11 @@ type ManifestSpec struct {
 	// Debug puts the debug label on every resource of the module.
 	// +optional
 	Debug bool `json:"debug,omitempty"`
+
+	// SyncNamespace is the runtime namespace for objects that name none;
+	// the operator's default (kyma-system) when empty. Copied from the Kyma.
+	// +optional
+	SyncNamespace string `json:"syncNamespace,omitempty"`
 }
 
 // InstallInfo is the OCM install source of the Kyma API.

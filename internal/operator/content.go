@@ -18,11 +18,10 @@ import (
 // content joins fetching, rendering and transforming into what the Kyma
 // controller (pinning) and the Manifest controller (rendering) need.
 type content struct {
-	fetcher       *fetch.Fetcher
-	syncNamespace string
+	fetcher *fetch.Fetcher
 }
 
-func newContent(opts ContentOptions, syncNamespace string) (*content, error) {
+func newContent(opts ContentOptions) (*content, error) {
 	fetchOpts := []fetch.Option{fetch.WithInsecureRegistries(opts.InsecureRegistries...)}
 	if opts.MemoryCacheBytes > 0 {
 		fetchOpts = append(fetchOpts, fetch.WithMemoryCacheSize(opts.MemoryCacheBytes))
@@ -34,7 +33,7 @@ func newContent(opts ContentOptions, syncNamespace string) (*content, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating content fetcher: %w", err)
 	}
-	return &content{fetcher: fetcher, syncNamespace: syncNamespace}, nil
+	return &content{fetcher: fetcher}, nil
 }
 
 // Pin pins a template's content link by digest.
@@ -44,7 +43,7 @@ func (c *content) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2
 
 // Render fetches the Manifest's content, renders it (CRDs first) and labels
 // and namespaces it for the runtime.
-func (c *content) Render(ctx context.Context, manifest *v1beta2.Manifest, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error) {
+func (c *content) Render(ctx context.Context, manifest *v1beta2.Manifest, syncNamespace string, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error) {
 	var crds, rest []*unstructured.Unstructured
 	for _, res := range manifest.Spec.Resources {
 		data, err := c.fetcher.Fetch(ctx, res.Link)
@@ -67,7 +66,7 @@ func (c *content) Render(ctx context.Context, manifest *v1beta2.Manifest, namesp
 		case strings.EqualFold(res.Name, v1beta2.HelmChartResourceName):
 			objs, err := render.HelmChart(data, render.HelmOptions{
 				ReleaseName: manifest.Spec.ModuleName,
-				Namespace:   c.syncNamespace,
+				Namespace:   syncNamespace,
 				Values:      manifest.Spec.Values,
 			})
 			if err != nil {
@@ -83,7 +82,7 @@ func (c *content) Render(ctx context.Context, manifest *v1beta2.Manifest, namesp
 		ModuleName:       manifest.Spec.ModuleName,
 		Manifest:         types.NamespacedName{Namespace: manifest.Namespace, Name: manifest.Name},
 		Debug:            manifest.Spec.Debug,
-		DefaultNamespace: c.syncNamespace,
+		DefaultNamespace: syncNamespace,
 		Scope:            namespaced,
 	}); err != nil {
 		return nil, err

@@ -139,7 +139,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	runtimes := runtime.NewClients(mgr.GetClient(), runtime.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 	})
-	content, err := newContent(opts.Content, opts.SyncNamespace)
+	content, err := newContent(opts.Content)
 	if err != nil {
 		return nil, err
 	}

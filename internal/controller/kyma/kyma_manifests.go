@@ -107,6 +107,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 			CustomResourcePolicy: module.Spec.CustomResourcePolicy,
 			Manager:              template.Spec.Manager.DeepCopy(),
 			Debug:                debugEnabled(kyma, module.Spec),
+			SyncNamespace:        kyma.Spec.SyncNamespace,
 		},
 	}
 	if hasHelmChart(template) {

@@ -33,10 +33,11 @@ import (
 const UnmanageAnnotation = "operator.kyma-project.io/unmanage"
 
 // Renderer turns a Manifest's content into the objects to apply, labelled and
-// namespaced for the runtime. namespaced answers whether a kind is namespaced
-// in the runtime.
+// namespaced for the runtime: objects that name no namespace go to
+// syncNamespace. namespaced answers whether a kind is namespaced in the
+// runtime.
 type Renderer interface {
-	Render(ctx context.Context, manifest *v1beta2.Manifest, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error)
+	Render(ctx context.Context, manifest *v1beta2.Manifest, syncNamespace string, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error)
 }
 
 // Reconciler reconciles Manifests.
@@ -90,13 +91,13 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 	c := cluster.Client
 
-	if err := ensureNamespace(ctx, c, r.SyncNamespace); err != nil {
+	if err := ensureNamespace(ctx, c, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
 		return ctrl.Result{}, err
 	}
 
-	objects, err := r.Renderer.Render(ctx, manifest, namespacedFunc(cluster.Mapper))
+	objects, err := r.Renderer.Render(ctx, manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		// Content that cannot be fetched or rendered never leads to pruning:
 		// what is installed stays installed.
@@ -123,7 +124,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		return ctrl.Result{}, err
 	}
 
-	cr, err := defaultCustomResource(manifest, r.SyncNamespace, namespacedFunc(cluster.Mapper))
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
 		return ctrl.Result{}, err
@@ -139,7 +140,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		}
 	}
 
-	readiness, err := moduleReadiness(ctx, c, manifest, cr, r.SyncNamespace)
+	readiness, err := moduleReadiness(ctx, c, manifest, cr, r.syncNamespace(manifest))
 	if err != nil {
 		setState(manifest, v1beta2.StateError, reasonReadinessFailed, err.Error())
 		return ctrl.Result{}, err
@@ -190,7 +191,7 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 
 	setState(manifest, v1beta2.StateDeleting, reasonDeleting, "Removing the module from the runtime")
-	cr, err := defaultCustomResource(manifest, r.SyncNamespace, namespacedFunc(cluster.Mapper))
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil && !meta.IsNoMatchError(err) {
 		return ctrl.Result{}, err
 	}
@@ -247,6 +248,15 @@ func (r *Reconciler) event(manifest *v1beta2.Manifest, eventType, reason, note s
 	if r.Recorder != nil {
 		r.Recorder.Eventf(manifest, nil, eventType, reason, reason, "%s", note)
 	}
+}
+
+// syncNamespace is the runtime namespace of the Manifest's objects that name
+// none: the Kyma's own choice, else the operator's.
+func (r *Reconciler) syncNamespace(manifest *v1beta2.Manifest) string {
+	if manifest.Spec.SyncNamespace != "" {
+		return manifest.Spec.SyncNamespace
+	}
+	return r.SyncNamespace
 }
 
 func kymaName(manifest *v1beta2.Manifest) string {

@@ -1,0 +1,14 @@
+package e2e
+
+import (
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func counterValue(c prometheus.Counter) float64 {
+	m := &dto.Metric{}
+	if err := c.Write(m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
