@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func counterValue(c prometheus.Counter) float64 {
