@@ -125,6 +125,13 @@ type KymaStatus struct {
 	// ObservedGeneration is the last generation reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// RuntimeModules are the modules the runtime owner lists in the
+	// runtime's own Kyma, as last read. While the runtime cannot be read they
+	// stand in for it, so that nothing is uninstalled because of an outage;
+	// and they restore the runtime's Kyma if it is deleted there.
+	// +optional
+	RuntimeModules []Module `json:"runtimeModules,omitempty"`
 }
 
 // ModuleStatus is how one module of a Kyma is doing.

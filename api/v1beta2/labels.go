@@ -48,7 +48,8 @@ const (
 	WatchedByLabel = "operator.kyma-project.io/watched-by"
 
 	// KymaFinalizer guards a Kyma until its modules are removed from the
-	// runtime.
+	// runtime. On the runtime's own Kyma it keeps the object until the
+	// operator has read what the runtime owner listed in it.
 	KymaFinalizer = "operator.kyma-project.io/kyma"
 
 	// ManifestFinalizer guards a Manifest until its resources are removed from

@@ -145,11 +145,12 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	}
 
 	if err := (&kyma.Reconciler{
-		Client:    mgr.GetClient(),
-		Runtimes:  runtimes,
-		Pinner:    content,
-		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
-		Intervals: opts.Intervals,
+		Client:        mgr.GetClient(),
+		Runtimes:      runtimes,
+		Pinner:        content,
+		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
+		Intervals:     opts.Intervals,
+		SyncNamespace: opts.SyncNamespace,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,
 		MaxConcurrentReconciles: opts.KymaConcurrency,

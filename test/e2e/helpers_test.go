@@ -8,8 +8,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,15 +96,17 @@ func (k *testKyma) release(t *testing.T) {
 	g.Expect(env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace),
 		client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
 
-	// A failed test may leave things behind; the next test gets a clean runtime.
+	// Deleting the Kyma uninstalled everything of it from the runtime.
 	rc := k.runtime.client
-	g.Expect(rc.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{},
-		client.MatchingLabels{v1beta2.ManagedByLabel: v1beta2.ManagedByValue})).To(Succeed())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: v1beta2.DefaultRuntimeNamespace}}
-	g.Expect(client.IgnoreNotFound(rc.Delete(ctx, ns))).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(rc.Get(ctx, client.ObjectKeyFromObject(ns), ns))
-	}, timeout, interval).Should(BeTrue(), "runtime %s: namespace %s was not removed", k.runtime.name, ns.Name)
+	owned := client.MatchingLabels{v1beta2.KymaNameLabel: k.name}
+	configMaps := &corev1.ConfigMapList{}
+	g.Expect(rc.List(ctx, configMaps, owned)).To(Succeed())
+	g.Expect(configMaps.Items).To(BeEmpty(), "ConfigMaps of the deleted Kyma are left in runtime %s", k.runtime.name)
+	deployments := &appsv1.DeploymentList{}
+	g.Expect(rc.List(ctx, deployments, owned)).To(Succeed())
+	g.Expect(deployments.Items).To(BeEmpty(), "Deployments of the deleted Kyma are left in runtime %s", k.runtime.name)
+	g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, &v1beta2.Kyma{}))).
+		To(BeTrue(), "the runtime's Kyma is removed with the control plane's")
 }
 
 func (k *testKyma) get(g Gomega) *v1beta2.Kyma {

@@ -59,6 +59,17 @@ func TestKymaOfAVanishedRuntimeCanBeDeleted(t *testing.T) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
+
+	// What was in the runtime stays there: the operator could not reach it.
+	// Clean it up as the runtime's owner would, for the next test.
+	rc := k.runtime.client
+	Expect(rc.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(v1beta2.DefaultRuntimeNamespace),
+		client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
+	remote := &v1beta2.Kyma{}
+	Expect(rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, remote)).To(Succeed())
+	remote.Finalizers = nil
+	Expect(rc.Update(ctx, remote)).To(Succeed())
+	Expect(rc.Delete(ctx, remote)).To(Succeed())
 }
 
 // TestUnchangedObjectsAreNotWritten checks that drift checks of a Ready

@@ -37,9 +37,13 @@ type Reconciler struct {
 	Pinner    Pinner
 	Recorder  events.EventRecorder
 	Intervals requeue.Intervals
+	// SyncNamespace is where the runtime's own Kyma lives, unless the Kyma
+	// names its own sync namespace.
+	SyncNamespace string
 
-	catalog *catalogSnapshot
-	ready   *readyClock
+	catalog     *catalogSnapshot
+	ready       *readyClock
+	runtimeSide *runtimeSide
 }
 
 // Reconcile follows the house skeleton: get, deletion, finalizer, pause, then
@@ -85,9 +89,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
-	var runtimeErr error
-	if _, err := r.Runtimes.Get(ctx, kyma.Name); err != nil {
-		runtimeErr = err
+	// The runtime side first: its module list is half of what to install.
+	// When the runtime cannot be read, the last list read stands in, and
+	// nothing is uninstalled because of the outage.
+	rc, remote, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
+	runtimeModules := kyma.Status.RuntimeModules
+	if runtimeErr == nil {
+		runtimeModules = remote.Spec.Modules
 	}
 
 	existing, err := r.manifests(ctx, kyma)
@@ -98,7 +106,9 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	modules := resolve.Resolve(kyma, catalog, installedVersions(existing))
+	effective := kyma.DeepCopy()
+	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
+	modules := resolve.Resolve(effective, catalog, installedVersions(existing))
 
 	desired := map[string]bool{}
 	var syncErrs []error
@@ -111,7 +121,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 		}
 	}
 	for name, m := range existing {
-		if desired[name] {
+		if desired[name] || runtimeErr != nil {
 			continue
 		}
 		if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
@@ -125,12 +135,51 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	setStatus(kyma, modules, current, runtimeErr, r.ready)
+	kyma.Status.RuntimeModules = runtimeModules
 	updateMetrics(kyma)
 
+	if runtimeErr == nil && !recreate {
+		if err := mirrorStatus(ctx, rc, remote, kyma); err != nil {
+			syncErrs = append(syncErrs, fmt.Errorf("mirroring status to the runtime: %w", err))
+		}
+	}
+	if runtimeErr != nil {
+		syncErrs = append(syncErrs, runtimeErr)
+	}
 	if err := errors.Join(syncErrs...); err != nil {
 		return ctrl.Result{}, err
 	}
+	if recreate {
+		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateProcessing)}, nil
+	}
 	return ctrl.Result{RequeueAfter: r.Intervals.After(kyma.Status.State)}, nil
+}
+
+// syncRuntime keeps the runtime's CRDs and its own Kyma in step. It returns
+// the runtime's client, its Kyma, and whether that Kyma is being recreated.
+func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (client.Client, *v1beta2.Kyma, bool, error) {
+	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if err := r.runtimeSide.syncCRDs(ctx, kyma.Name, cluster); err != nil {
+		r.evictOnError(kyma, err)
+		return nil, nil, false, err
+	}
+	remote, recreate, err := syncRuntimeKyma(ctx, cluster.Client, kyma, runtimeKymaKey(kyma, r.SyncNamespace))
+	if err != nil {
+		r.evictOnError(kyma, err)
+		return nil, nil, false, err
+	}
+	return cluster.Client, remote, recreate, nil
+}
+
+// evictOnError forgets a runtime's client and sync state after an error
+// that says the runtime cannot be used, so the next attempt starts afresh.
+func (r *Reconciler) evictOnError(kyma *v1beta2.Kyma, err error) {
+	if r.Runtimes.EvictOnError(kyma.Name, err) {
+		r.runtimeSide.forget(kyma.Name)
+	}
 }
 
 // finalize deletes every Manifest of the Kyma, which uninstalls its modules
@@ -153,14 +202,35 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Res
 		}
 		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
 	}
+	if err := r.removeRuntimeKyma(ctx, kyma); err != nil {
+		return ctrl.Result{}, err
+	}
 	patch := client.MergeFrom(kyma.DeepCopy())
 	controllerutil.RemoveFinalizer(kyma, v1beta2.KymaFinalizer)
 	if err := r.Patch(ctx, kyma, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.Runtimes.Evict(kyma.Name)
+	r.runtimeSide.forget(kyma.Name)
 	forgetMetrics(kyma.Name)
 	return ctrl.Result{}, nil
+}
+
+// removeRuntimeKyma deletes the runtime's own Kyma once all modules are gone.
+// A runtime that is gone for good (its Secret deleted) has nothing to remove.
+func (r *Reconciler) removeRuntimeKyma(ctx context.Context, kyma *v1beta2.Kyma) error {
+	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
+	if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := deleteRuntimeKyma(ctx, cluster.Client, runtimeKymaKey(kyma, r.SyncNamespace)); err != nil {
+		r.evictOnError(kyma, err)
+		return fmt.Errorf("deleting the runtime's Kyma: %w", err)
+	}
+	return nil
 }
 
 // manifests returns the Kyma's Manifests by name.

@@ -34,6 +34,7 @@ type SetupOptions struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
 	r.catalog = newCatalogSnapshot(mgr.GetClient(), opts.Namespace)
 	r.ready = newReadyClock()
+	r.runtimeSide = newRuntimeSide(mgr.GetClient())
 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, moduleIndex, indexModuleNames); err != nil {
 		return err

@@ -81,7 +81,8 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 	switch {
 	case runtimeErr != nil:
 		state = v1beta2.StateError
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonRuntimeUnavailable, Message: runtimeErr.Error()}
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonRuntimeUnavailable,
+			Message: "The runtime cannot be reached or used: " + runtimeErr.Error()}
 	case failed > 0:
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonModulesFailed,
 			Message: fmt.Sprintf("%d of %d modules are in Error; see status.modules", failed, len(modules))}

@@ -1,0 +1,234 @@
+package kyma
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// RuntimeCRDs are the CRDs every runtime gets from the control plane, so
+// that its owner can edit the runtime's Kyma and discover the catalog there
+// (SPEC R7).
+var RuntimeCRDs = []string{
+	"kymas.operator.kyma-project.io",
+	"moduletemplates.operator.kyma-project.io",
+	"modulereleasemetas.operator.kyma-project.io",
+}
+
+// runtimeSide is what the Kyma controller keeps in step in a runtime: the
+// CRDs it needs and the runtime's own Kyma.
+type runtimeSide struct {
+	kcp client.Reader
+
+	mu sync.Mutex
+	// appliedCRDs remembers, per Kyma, the control-plane CRD revisions last
+	// applied to its runtime; equal revisions mean no request at all.
+	appliedCRDs map[string]string
+}
+
+func newRuntimeSide(kcp client.Reader) *runtimeSide {
+	return &runtimeSide{kcp: kcp, appliedCRDs: map[string]string{}}
+}
+
+// syncCRDs applies the control plane's versions of RuntimeCRDs to the
+// runtime when they changed since the last time.
+func (s *runtimeSide) syncCRDs(ctx context.Context, kymaName string, cluster *lmruntime.Cluster) error {
+	objects := make([]*unstructured.Unstructured, 0, len(RuntimeCRDs))
+	revisions := make([]string, 0, len(RuntimeCRDs))
+	for _, name := range RuntimeCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := s.kcp.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return fmt.Errorf("reading CRD %s in the control plane: %w", name, err)
+		}
+		revisions = append(revisions, crd.Name+"@"+crd.ResourceVersion)
+		obj, err := runtimeCRD(crd)
+		if err != nil {
+			return err
+		}
+		objects = append(objects, obj)
+	}
+	revision := strings.Join(revisions, ",")
+
+	s.mu.Lock()
+	applied := s.appliedCRDs[kymaName]
+	s.mu.Unlock()
+	if applied == revision {
+		return nil
+	}
+	if _, err := apply.NewApplier(cluster.Client, cluster.Mapper).Apply(ctx, objects); err != nil {
+		return fmt.Errorf("applying CRDs to the runtime: %w", err)
+	}
+	s.mu.Lock()
+	s.appliedCRDs[kymaName] = revision
+	s.mu.Unlock()
+	return nil
+}
+
+// forget drops what is remembered of a Kyma's runtime, so that a runtime
+// that comes back (or is replaced) is synced afresh.
+func (s *runtimeSide) forget(kymaName string) {
+	s.mu.Lock()
+	delete(s.appliedCRDs, kymaName)
+	s.mu.Unlock()
+}
+
+// runtimeCRD is the runtime's copy of a control-plane CRD: its spec, and our
+// labels, nothing the control plane's API server filled in.
+func runtimeCRD(crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&crd.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding CRD %s: %w", crd.Name, err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	obj.SetAPIVersion(apiextensionsv1.SchemeGroupVersion.String())
+	obj.SetKind("CustomResourceDefinition")
+	obj.SetName(crd.Name)
+	obj.SetLabels(map[string]string{v1beta2.ManagedByLabel: v1beta2.ManagedByValue})
+	return obj, nil
+}
+
+// runtimeKymaKey locates the runtime's own Kyma.
+func runtimeKymaKey(kyma *v1beta2.Kyma, syncNamespace string) client.ObjectKey {
+	ns := kyma.Spec.SyncNamespace
+	if ns == "" {
+		ns = syncNamespace
+	}
+	return client.ObjectKey{Namespace: ns, Name: v1beta2.DefaultRuntimeKymaName}
+}
+
+// syncRuntimeKyma makes sure the runtime has its own Kyma and returns it.
+// A missing one is created, holding the modules the runtime owner had listed
+// (as last recorded in the control plane). One being deleted by the runtime
+// owner is let go — after its module list was read — and comes back on the
+// next reconcile.
+func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, key client.ObjectKey) (*v1beta2.Kyma, bool, error) {
+	remote := &v1beta2.Kyma{}
+	err := c.Get(ctx, key, remote)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := ensureNamespace(ctx, c, key.Namespace); err != nil {
+			return nil, false, err
+		}
+		remote = &v1beta2.Kyma{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: key.Name, Namespace: key.Namespace,
+				Labels: map[string]string{
+					v1beta2.ManagedByLabel: v1beta2.ManagedByValue,
+					v1beta2.WatchedByLabel: "kyma",
+				},
+				Finalizers: []string{v1beta2.KymaFinalizer},
+			},
+			Spec: v1beta2.KymaSpec{Channel: kyma.Spec.Channel, Modules: kyma.Status.RuntimeModules},
+		}
+		if err := c.Create(ctx, remote); err != nil {
+			return nil, false, fmt.Errorf("creating the runtime's Kyma %s: %w", key, err)
+		}
+		return remote, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading the runtime's Kyma %s: %w", key, err)
+	}
+
+	if !remote.DeletionTimestamp.IsZero() {
+		if kyma.DeletionTimestamp.IsZero() {
+			// The runtime owner deleted it: let it go and recreate it.
+			patch := client.MergeFrom(remote.DeepCopy())
+			controllerutil.RemoveFinalizer(remote, v1beta2.KymaFinalizer)
+			if err := c.Patch(ctx, remote, patch); err != nil && !apierrors.IsNotFound(err) {
+				return nil, false, fmt.Errorf("releasing the runtime's deleted Kyma %s: %w", key, err)
+			}
+			return remote, true, nil
+		}
+		return remote, false, nil
+	}
+	if !controllerutil.ContainsFinalizer(remote, v1beta2.KymaFinalizer) {
+		patch := client.MergeFrom(remote.DeepCopy())
+		controllerutil.AddFinalizer(remote, v1beta2.KymaFinalizer)
+		if err := c.Patch(ctx, remote, patch); err != nil {
+			return nil, false, fmt.Errorf("protecting the runtime's Kyma %s: %w", key, err)
+		}
+	}
+	return remote, false, nil
+}
+
+// deleteRuntimeKyma removes the runtime's own Kyma, finalizer and all.
+func deleteRuntimeKyma(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	remote := &v1beta2.Kyma{}
+	if err := c.Get(ctx, key, remote); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if controllerutil.ContainsFinalizer(remote, v1beta2.KymaFinalizer) {
+		patch := client.MergeFrom(remote.DeepCopy())
+		controllerutil.RemoveFinalizer(remote, v1beta2.KymaFinalizer)
+		if err := c.Patch(ctx, remote, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	return client.IgnoreNotFound(c.Delete(ctx, remote))
+}
+
+// mirrorStatus copies the control plane's view of the Kyma into the
+// runtime's Kyma, so that its owner sees it where they work.
+func mirrorStatus(ctx context.Context, c client.Client, remote *v1beta2.Kyma, kyma *v1beta2.Kyma) error {
+	desired := kyma.Status.DeepCopy()
+	desired.RuntimeModules = nil
+	if equality.Semantic.DeepEqual(&remote.Status, desired) {
+		return nil
+	}
+	base := remote.DeepCopy()
+	remote.Status = *desired
+	if err := c.Status().Patch(ctx, remote, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+// unionModules is the set installed: the control plane's modules, then those
+// only the runtime owner lists. A module both list is the control plane's
+// entry, so neither side overwrites the other's choices.
+func unionModules(kcp, runtime []v1beta2.Module) []v1beta2.Module {
+	out := make([]v1beta2.Module, 0, len(kcp)+len(runtime))
+	seen := make(map[string]bool, len(kcp))
+	for _, m := range kcp {
+		seen[m.Name] = true
+		out = append(out, m)
+	}
+	extra := make([]v1beta2.Module, 0, len(runtime))
+	for _, m := range runtime {
+		if !seen[m.Name] {
+			seen[m.Name] = true
+			extra = append(extra, m)
+		}
+	}
+	sort.SliceStable(extra, func(i, j int) bool { return extra[i].Name < extra[j].Name })
+	return append(out, extra...)
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
