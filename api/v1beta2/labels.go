@@ -47,6 +47,10 @@ const (
 	// reports to the control plane.
 	WatchedByLabel = "operator.kyma-project.io/watched-by"
 
+	// CatalogLabel marks the copies of catalog objects in a runtime; only
+	// they are ever deleted by the catalog sync.
+	CatalogLabel = "operator.kyma-project.io/catalog"
+
 	// KymaFinalizer guards a Kyma until its modules are removed from the
 	// runtime. On the runtime's own Kyma it keeps the object until the
 	// operator has read what the runtime owner listed in it.

@@ -34,6 +34,9 @@ func main() {
 	flag.IntVar(&opts.ManifestConcurrency, "manifest-concurrency", opts.ManifestConcurrency, "Manifests reconciled at once.")
 	flag.StringVar(&insecureRegistries, "insecure-registries", "", "Comma-separated registry hosts reached over plain HTTP.")
 	flag.StringVar(&opts.Content.CacheDir, "content-cache-dir", opts.Content.CacheDir, "Directory that keeps fetched module content across restarts.")
+	flag.StringVar(&opts.KymaSelector, "kyma-selector", opts.KymaSelector, "Label selector of the Kymas this operator manages; others are left alone. Empty selects all.")
+	flag.StringVar(&opts.PauseSelector, "pause-selector", opts.PauseSelector, "Label selector of Kymas to pause, like the skip-reconciliation label. Empty pauses none.")
+	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 

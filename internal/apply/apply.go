@@ -40,10 +40,18 @@ type Applier struct {
 	manager *ssa.ResourceManager
 }
 
-// NewApplier returns an Applier for the runtime reached through c.
+// NewApplier returns an Applier for the runtime reached through c, applying
+// under FieldManager.
 func NewApplier(c client.Client, mapper meta.RESTMapper) *Applier {
+	return NewApplierAs(c, mapper, FieldManager)
+}
+
+// NewApplierAs returns an Applier that applies under its own field manager,
+// for writers (such as the catalog sync) whose fields must not be confused
+// with the module resources'.
+func NewApplierAs(c client.Client, mapper meta.RESTMapper, fieldManager string) *Applier {
 	poller := polling.NewStatusPoller(c, mapper, polling.Options{})
-	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: "operator.kyma-project.io"})
+	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: fieldManager, Group: "operator.kyma-project.io"})
 	manager.SetConcurrency(4)
 	return &Applier{manager: manager}
 }

@@ -11,17 +11,21 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
@@ -52,6 +56,17 @@ type Options struct {
 
 	// Content configures fetching module content.
 	Content ContentOptions
+
+	// KymaSelector limits the Kymas this operator manages (a label
+	// selector); others are left completely alone. Empty selects all.
+	KymaSelector string
+	// PauseSelector pauses every Kyma it matches, like the
+	// skip-reconciliation label does for one. Empty pauses none.
+	PauseSelector string
+	// CatalogSync copies the module catalog into every runtime.
+	CatalogSync bool
+	// CatalogConcurrency is how many runtimes get the catalog at once.
+	CatalogConcurrency int
 }
 
 // ContentOptions configure where module content comes from.
@@ -79,6 +94,8 @@ func DefaultOptions() Options {
 		ManifestConcurrency: 16,
 		RuntimeQPS:          50,
 		RuntimeBurst:        100,
+		CatalogSync:         true,
+		CatalogConcurrency:  4,
 		Content:             ContentOptions{MemoryCacheBytes: 256 << 20},
 	}
 }
@@ -113,6 +130,15 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	selection, err := labels.Parse(opts.KymaSelector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Kyma selector %q: %w", opts.KymaSelector, err)
+	}
+	pauseGroup, err := labels.Parse(opts.PauseSelector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the pause selector %q: %w", opts.PauseSelector, err)
+	}
+	paused := pause.Policy{Group: pauseGroup}
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -124,6 +150,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
 			// managedFields are large and never read by the operator.
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Kymas outside the selection are invisible: no finalizer, no
+			// status write, nothing done for their runtimes.
+			ByObject: map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: selection}},
 		},
 	})
 	if err != nil {
@@ -151,6 +180,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
+		Pause:         paused,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,
 		MaxConcurrentReconciles: opts.KymaConcurrency,
@@ -166,12 +196,26 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
+		Pause:         paused,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
 		MaxBackoff:              opts.MaxBackoff,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the Manifest controller: %w", err)
+	}
+	if opts.CatalogSync {
+		if err := (&catalog.Reconciler{
+			Client:        mgr.GetClient(),
+			Runtimes:      runtimes,
+			ControlPlane:  opts.Config,
+			Namespace:     opts.Namespace,
+			SyncNamespace: opts.SyncNamespace,
+			Resync:        opts.Intervals.Ready,
+			Pause:         paused,
+		}).SetupWithManager(mgr, opts.CatalogConcurrency); err != nil {
+			return nil, fmt.Errorf("setting up the catalog sync: %w", err)
+		}
 	}
 	return mgr, nil
 }

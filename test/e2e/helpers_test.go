@@ -50,6 +50,12 @@ type testKyma struct {
 // deleted, which must uninstall everything, and the runtime goes back.
 func newKyma(t *testing.T, modules ...v1beta2.Module) *testKyma {
 	t.Helper()
+	return newKymaWithLabels(t, nil, modules...)
+}
+
+// newKymaWithLabels is newKyma with extra labels on the Kyma.
+func newKymaWithLabels(t *testing.T, labels map[string]string, modules ...v1beta2.Module) *testKyma {
+	t.Helper()
 	ctx := context.Background()
 	rt := <-env.runtimes
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
@@ -73,6 +79,9 @@ func newKyma(t *testing.T, modules ...v1beta2.Module) *testKyma {
 	kyma := &v1beta2.Kyma{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{v1beta2.RuntimeIDLabel: rt.name}},
 		Spec:       v1beta2.KymaSpec{Channel: "regular", Modules: modules},
+	}
+	for k, v := range labels {
+		kyma.Labels[k] = v
 	}
 	if err := env.kcpClient.Create(ctx, kyma); err != nil {
 		env.runtimes <- rt

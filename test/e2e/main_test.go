@@ -28,6 +28,13 @@ import (
 // kcpNamespace is where the operator under test keeps Kymas and the catalog.
 const kcpNamespace = "kcp-system"
 
+// excludedLabel, set to "true", puts a Kyma outside the operator's
+// selection; pausedGroupLabel=yes puts it in the paused group.
+const (
+	excludedLabel    = "e2e.lifecycle-manager/excluded"
+	pausedGroupLabel = "e2e.lifecycle-manager/paused-group"
+)
+
 // runtimeCount is how many kwok runtimes the tests share; a test holds one
 // at a time (see acquireRuntime).
 const runtimeCount = 2
@@ -124,6 +131,8 @@ func run(m *testing.M) int {
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	opts.KymaSelector = excludedLabel + "!=true"
+	opts.PauseSelector = pausedGroupLabel + "=yes"
 	mgr, err := operator.New(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the operator:", err)

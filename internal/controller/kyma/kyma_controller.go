@@ -19,6 +19,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
@@ -40,6 +41,8 @@ type Reconciler struct {
 	// SyncNamespace is where the runtime's own Kyma lives, unless the Kyma
 	// names its own sync namespace.
 	SyncNamespace string
+	// Pause tells Kymas whose runtimes must not be touched.
+	Pause pause.Policy
 
 	catalog     *catalogSnapshot
 	ready       *readyClock
@@ -74,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	base := kyma.DeepCopy()
-	if isPaused(kyma) {
+	if r.Pause.Paused(kyma) {
 		setPaused(kyma)
 		return ctrl.Result{}, r.patchStatus(ctx, base, kyma)
 	}
@@ -294,8 +297,4 @@ func installedVersions(manifests map[string]*v1beta2.Manifest) map[string]string
 		}
 	}
 	return installed
-}
-
-func isPaused(kyma *v1beta2.Kyma) bool {
-	return kyma.Labels[v1beta2.SkipReconciliationLabel] == "true"
 }

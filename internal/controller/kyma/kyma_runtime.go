@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -122,7 +122,7 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 	err := c.Get(ctx, key, remote)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := ensureNamespace(ctx, c, key.Namespace); err != nil {
+		if err := lmruntime.EnsureNamespace(ctx, c, key.Namespace); err != nil {
 			return nil, false, err
 		}
 		remote = &v1beta2.Kyma{
@@ -166,8 +166,15 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 	return remote, false, nil
 }
 
-// deleteRuntimeKyma removes the runtime's own Kyma, finalizer and all.
+// deleteRuntimeKyma removes the runtime's own Kyma, finalizer and all, and
+// the catalog copies kept next to it.
 func deleteRuntimeKyma(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	for _, obj := range []client.Object{&v1beta2.ModuleTemplate{}, &v1beta2.ModuleReleaseMeta{}} {
+		err := c.DeleteAllOf(ctx, obj, client.InNamespace(key.Namespace), client.MatchingLabels{v1beta2.CatalogLabel: "true"})
+		if err != nil && !meta.IsNoMatchError(err) {
+			return fmt.Errorf("deleting the runtime's catalog: %w", err)
+		}
+	}
 	remote := &v1beta2.Kyma{}
 	if err := c.Get(ctx, key, remote); err != nil {
 		return client.IgnoreNotFound(err)
@@ -217,18 +224,4 @@ func unionModules(kcp, runtime []v1beta2.Module) []v1beta2.Module {
 	}
 	sort.SliceStable(extra, func(i, j int) bool { return extra[i].Name < extra[j].Name })
 	return append(out, extra...)
-}
-
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err == nil {
-		return nil
-	} else if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading namespace %s: %w", name, err)
-	}
-	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +22,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
@@ -48,6 +48,8 @@ type Reconciler struct {
 	Recorder      events.EventRecorder
 	Intervals     requeue.Intervals
 	SyncNamespace string
+	// Pause tells Kymas whose runtimes must not be touched.
+	Pause pause.Policy
 }
 
 // Reconcile follows the house skeleton: get, deletion, finalizer, then
@@ -59,11 +61,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	metrics.ManifestReconciles.Inc()
 
+	// The Kyma decides whether this operator works on the Manifest at all:
+	// not when the Kyma is outside its selection (another operator's) or
+	// paused. A Manifest being deleted whose Kyma is gone is still cleaned
+	// up, so that it cannot hang on its finalizer.
+	kyma := &v1beta2.Kyma{}
+	kymaErr := r.Get(ctx, client.ObjectKey{Namespace: manifest.Namespace, Name: kymaName(manifest)}, kyma)
+	if kymaErr != nil && !apierrors.IsNotFound(kymaErr) {
+		return ctrl.Result{}, kymaErr
+	}
+	kymaFound := kymaErr == nil
+	if kymaFound && r.Pause.Paused(kyma) {
+		return ctrl.Result{}, nil
+	}
+
 	if !manifest.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(manifest, v1beta2.ManifestFinalizer) {
 			return ctrl.Result{}, nil
 		}
 		return r.finalize(ctx, manifest)
+	}
+	if !kymaFound {
+		return ctrl.Result{}, nil
 	}
 
 	if !controllerutil.ContainsFinalizer(manifest, v1beta2.ManifestFinalizer) {
@@ -91,7 +110,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 	c := cluster.Client
 
-	if err := ensureNamespace(ctx, c, r.syncNamespace(manifest)); err != nil {
+	if err := runtime.EnsureNamespace(ctx, c, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
 		return ctrl.Result{}, err
@@ -261,24 +280,6 @@ func (r *Reconciler) syncNamespace(manifest *v1beta2.Manifest) string {
 
 func kymaName(manifest *v1beta2.Manifest) string {
 	return manifest.Labels[v1beta2.KymaNameLabel]
-}
-
-// ensureNamespace creates the runtime's sync namespace when it is missing.
-// It is not part of any module's inventory: modules share it.
-func ensureNamespace(ctx context.Context, c client.Client, name string) error {
-	ns := &corev1.Namespace{}
-	err := c.Get(ctx, client.ObjectKey{Name: name}, ns)
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading namespace %s: %w", name, err)
-	}
-	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", name, err)
-	}
-	return nil
 }
 
 // releaseResources removes this operator's labels from a module's resources

@@ -1,12 +1,15 @@
 package manifest
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -30,9 +33,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 			predicate.AnnotationChangedPredicate{},
 			predicate.LabelChangedPredicate{},
 		))).
+		// A paused Kyma that resumes (or one that enters the selection) gets
+		// its Manifests looked at at once, so drift made meanwhile is
+		// corrected without waiting for the next interval.
+		Watches(&v1beta2.Kyma{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfKyma),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),
 		}).
 		Complete(r)
+}
+
+func (r *Reconciler) manifestsOfKyma(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &v1beta2.ManifestList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{v1beta2.KymaNameLabel: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Manifests of a Kyma")
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
 }

@@ -1,0 +1,277 @@
+// Package catalog copies the module catalog — every active ModuleTemplate
+// and ModuleReleaseMeta of the control plane — into each runtime, write-only,
+// so that tools in the runtime can discover modules (SPEC R8).
+//
+// It runs in its own control loop, apart from installation, and can be
+// switched off. A catalog change is applied to each runtime once: only the
+// objects whose control-plane revision changed are written, and a full
+// dry-run pass that overwrites edits made in the runtime runs at most once
+// per resync interval.
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// FieldManager owns the catalog copies in runtimes.
+const FieldManager = "lifecycle-manager-catalog"
+
+// Reconciler syncs the catalog into the runtime of one Kyma per request.
+type Reconciler struct {
+	client.Client
+	Runtimes *lmruntime.Clients
+	// ControlPlane is the KCP's config; a runtime at the same address is the
+	// control plane itself (single-cluster mode) and gets no copy.
+	ControlPlane *rest.Config
+	// Namespace holds the catalog in the control plane.
+	Namespace string
+	// SyncNamespace is where copies go in runtimes unless a Kyma names its
+	// own.
+	SyncNamespace string
+	// Resync bounds how long an edit made in a runtime survives.
+	Resync time.Duration
+	// Pause tells Kymas whose runtimes must not be touched.
+	Pause pause.Policy
+
+	mu      sync.Mutex
+	applied map[string]*runtimeState // by Kyma name
+}
+
+// runtimeState is what was last written to one runtime.
+type runtimeState struct {
+	// revisions maps an object key to the control-plane resourceVersion
+	// last applied.
+	revisions map[string]string
+	fullSync  time.Time
+}
+
+// Reconcile brings one runtime's catalog copy in step.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	kyma := &v1beta2.Kyma{}
+	if err := r.Get(ctx, req.NamespacedName, kyma); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !kyma.DeletionTimestamp.IsZero() || r.Pause.Paused(kyma) {
+		return ctrl.Result{}, nil
+	}
+	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if sameCluster(cluster.Config, r.ControlPlane) {
+		return ctrl.Result{}, nil // single-cluster mode: the catalog is already there
+	}
+
+	desired, err := r.desired(ctx, kyma)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.sync(ctx, kyma.Name, cluster, desired, r.namespace(kyma)); err != nil {
+		if r.Runtimes.EvictOnError(kyma.Name, err) {
+			r.forget(kyma.Name)
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+func (r *Reconciler) namespace(kyma *v1beta2.Kyma) string {
+	if kyma.Spec.SyncNamespace != "" {
+		return kyma.Spec.SyncNamespace
+	}
+	return r.SyncNamespace
+}
+
+// source is one catalog object and the revision it had in the control plane.
+type source struct {
+	key      string
+	revision string
+	object   *unstructured.Unstructured
+}
+
+// desired lists the catalog objects the Kyma's runtime may see: beta and
+// internal ones only when the Kyma is labelled for them, and no template
+// labelled operator.kyma-project.io/sync=false.
+func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source, error) {
+	beta := strings.EqualFold(kyma.Labels[v1beta2.BetaLabel], "true")
+	internal := strings.EqualFold(kyma.Labels[v1beta2.InternalLabel], "true")
+	visible := func(labels map[string]string, isBeta, isInternal bool) bool {
+		isBeta = isBeta || strings.EqualFold(labels[v1beta2.BetaLabel], "true")
+		isInternal = isInternal || strings.EqualFold(labels[v1beta2.InternalLabel], "true")
+		return (!isBeta || beta) && (!isInternal || internal) && !strings.EqualFold(labels[v1beta2.SyncLabel], "false")
+	}
+
+	metas := &v1beta2.ModuleReleaseMetaList{}
+	if err := r.List(ctx, metas, client.InNamespace(r.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing ModuleReleaseMetas: %w", err)
+	}
+	hidden := map[string]bool{} // modules whose release meta is not visible
+	var out []source
+	for i := range metas.Items {
+		m := &metas.Items[i]
+		if !visible(m.Labels, m.Spec.Beta, m.Spec.Internal) {
+			hidden[m.Spec.ModuleName] = true
+			continue
+		}
+		obj, err := copyOf(m, "ModuleReleaseMeta", &m.Spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, source{key: "ModuleReleaseMeta/" + m.Name, revision: m.ResourceVersion, object: obj})
+	}
+	templates := &v1beta2.ModuleTemplateList{}
+	if err := r.List(ctx, templates, client.InNamespace(r.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing ModuleTemplates: %w", err)
+	}
+	for i := range templates.Items {
+		t := &templates.Items[i]
+		if hidden[t.Spec.ModuleName] || !visible(t.Labels, false, false) {
+			continue
+		}
+		obj, err := copyOf(t, "ModuleTemplate", &t.Spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, source{key: "ModuleTemplate/" + t.Name, revision: t.ResourceVersion, object: obj})
+	}
+	return out, nil
+}
+
+// copyOf is the runtime's copy of a catalog object: its labels and spec.
+func copyOf(obj client.Object, kind string, spec any) (*unstructured.Unstructured, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s: %w", kind, obj.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
+	u.SetAPIVersion(v1beta2.GroupVersion.String())
+	u.SetKind(kind)
+	u.SetName(obj.GetName())
+	labels := map[string]string{}
+	for k, v := range obj.GetLabels() {
+		labels[k] = v
+	}
+	labels[v1beta2.ManagedByLabel] = v1beta2.ManagedByValue
+	labels[v1beta2.CatalogLabel] = "true"
+	u.SetLabels(labels)
+	return u, nil
+}
+
+// sync writes what changed since the last time (everything, with a dry-run
+// diff, once per resync interval) and deletes copies no longer in the
+// catalog.
+func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *lmruntime.Cluster, desired []source, namespace string) error {
+	state := r.state(kymaName)
+	full := time.Since(state.fullSync) >= r.Resync
+
+	var toApply []*unstructured.Unstructured
+	wanted := make(map[string]bool, len(desired))
+	for _, s := range desired {
+		wanted[s.key] = true
+		s.object.SetNamespace(namespace)
+		if full || state.revisions[s.key] != s.revision {
+			toApply = append(toApply, s.object)
+		}
+	}
+	if len(toApply) > 0 {
+		if err := lmruntime.EnsureNamespace(ctx, cluster.Client, namespace); err != nil {
+			return err
+		}
+		if _, err := apply.NewApplierAs(cluster.Client, cluster.Mapper, FieldManager).Apply(ctx, toApply); err != nil {
+			return fmt.Errorf("applying the catalog: %w", err)
+		}
+	}
+	if err := r.prune(ctx, cluster.Client, namespace, wanted, state, full); err != nil {
+		return err
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	revisions := make(map[string]string, len(desired))
+	for _, s := range desired {
+		revisions[s.key] = s.revision
+	}
+	state.revisions = revisions
+	if full {
+		state.fullSync = time.Now()
+	}
+	return nil
+}
+
+// prune deletes catalog copies the control plane no longer has. Between full
+// passes only copies known to have been written are considered, so that an
+// unchanged catalog costs no request.
+func (r *Reconciler) prune(ctx context.Context, c client.Client, namespace string, wanted map[string]bool, state *runtimeState, full bool) error {
+	if !full {
+		stale := false
+		for key := range state.revisions {
+			if !wanted[key] {
+				stale = true
+			}
+		}
+		if !stale {
+			return nil
+		}
+	}
+	for _, kind := range []string{"ModuleTemplate", "ModuleReleaseMeta"} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: v1beta2.GroupVersion.Group, Version: v1beta2.GroupVersion.Version, Kind: kind + "List"})
+		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{v1beta2.CatalogLabel: "true", v1beta2.ManagedByLabel: v1beta2.ManagedByValue}); err != nil {
+			return fmt.Errorf("listing the runtime's catalog: %w", err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if wanted[kind+"/"+item.GetName()] {
+				continue
+			}
+			if err := c.Delete(ctx, item); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %s %s from the runtime: %w", kind, item.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) state(kymaName string) *runtimeState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied = map[string]*runtimeState{}
+	}
+	s, ok := r.applied[kymaName]
+	if !ok {
+		s = &runtimeState{revisions: map[string]string{}}
+		r.applied[kymaName] = s
+	}
+	return s
+}
+
+func (r *Reconciler) forget(kymaName string) {
+	r.mu.Lock()
+	delete(r.applied, kymaName)
+	r.mu.Unlock()
+}
+
+func sameCluster(a, b *rest.Config) bool {
+	return a != nil && b != nil && strings.TrimSuffix(a.Host, "/") == strings.TrimSuffix(b.Host, "/")
+}

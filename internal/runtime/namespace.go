@@ -1,0 +1,28 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// EnsureNamespace creates a namespace in a runtime when it is missing. The
+// sync namespace is shared by every module and the catalog, so it belongs to
+// no module's inventory and is never pruned.
+func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+func (k *testKyma) runtimeTemplate(name string) (*v1beta2.ModuleTemplate, error) {
+	t := &v1beta2.ModuleTemplate{}
+	err := k.runtime.client.Get(context.Background(), client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name}, t)
+	return t, err
+}
+
+// TestCatalogIsCopiedToRuntimes checks R8: templates and release metas reach
+// the runtime, edits there are overwritten, deletions in the control plane
+// reach it, and beta templates go only to runtimes labelled for them.
+func TestCatalogIsCopiedToRuntimes(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	k := newKyma(t, module(samplemodules.Evolving))
+	k.eventuallyReady(t)
+
+	Eventually(func(g Gomega) {
+		_, err := k.runtimeTemplate("sample-1.0.0")
+		g.Expect(err).NotTo(HaveOccurred())
+		meta := &v1beta2.ModuleReleaseMeta{}
+		g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: "evolving"}, meta)).To(Succeed())
+		g.Expect(meta.Spec.Channels).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
+
+	// An edit in the runtime is overwritten.
+	Eventually(func(g Gomega) {
+		copied, err := k.runtimeTemplate("sample-1.0.0")
+		g.Expect(err).NotTo(HaveOccurred())
+		copied.Spec.Info.Repository = "https://example.invalid/tampered"
+		g.Expect(k.runtime.client.Update(ctx, copied)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	Eventually(func(g Gomega) {
+		copied, err := k.runtimeTemplate("sample-1.0.0")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(copied.Spec.Info.Repository).NotTo(ContainSubstring("tampered"))
+	}, timeout, interval).Should(Succeed())
+
+	// A new template appears; a deleted one goes.
+	extra := &v1beta2.ModuleTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "catalog-extra-1.0.0", Namespace: kcpNamespace},
+		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "catalog-extra", Version: "1.0.0"},
+	}
+	Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
+	Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
+	Expect(env.kcpClient.Delete(ctx, extra)).To(Succeed())
+	Eventually(func() bool { _, err := k.runtimeTemplate(extra.Name); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
+
+	// A beta template only reaches runtimes whose Kyma is labelled beta.
+	beta := &v1beta2.ModuleTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "catalog-beta-1.0.0", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.BetaLabel: "true"}},
+		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "catalog-beta", Version: "1.0.0"},
+	}
+	Expect(env.kcpClient.Create(ctx, beta)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, beta) })
+	Consistently(func() bool { _, err := k.runtimeTemplate(beta.Name); return apierrors.IsNotFound(err) }, "2s", interval).Should(BeTrue())
+	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.BetaLabel] = "true" })
+	Eventually(func() error { _, err := k.runtimeTemplate(beta.Name); return err }, timeout, interval).Should(Succeed())
+}
