@@ -163,6 +163,7 @@ func copyOf(obj client.Object, kind string, spec any) (*unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", kind, obj.GetName(), err)
 	}
+	dropNulls(content)
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
 	u.SetAPIVersion(v1beta2.GroupVersion.String())
 	u.SetKind(kind)
@@ -175,6 +176,20 @@ func copyOf(obj client.Object, kind string, spec any) (*unstructured.Unstructure
 	labels[v1beta2.CatalogLabel] = "true"
 	u.SetLabels(labels)
 	return u, nil
+}
+
+// dropNulls removes null fields, which typed encoding produces for empty
+// raw fields (spec.descriptor) and which server-side apply, unlike create,
+// refuses for non-nullable schema fields.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		}
+	}
 }
 
 // sync writes what changed since the last time (everything, with a dry-run
