@@ -170,7 +170,10 @@ func TestRuntimeUnreachableIsErrorUntilBack(t *testing.T) {
 	Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateError), describe(kyma))
-		g.Expect(k.moduleStatus(g, name).Message).To(ContainSubstring("connection refused"))
+		g.Expect(kyma.Status.Conditions).To(ContainElement(And(
+			HaveField("Reason", "RuntimeUnavailable"),
+			HaveField("Message", ContainSubstring("connection refused")),
+		)), "the condition says the runtime is unreachable, with the cause")
 	}, timeout, interval).Should(Succeed())
 
 	Expect(k.runtime.cluster.StartAPIServer(context.Background())).To(Succeed())

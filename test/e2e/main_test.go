@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,8 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	if os.Getenv("E2E_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

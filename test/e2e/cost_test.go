@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+// writes counts the write requests (not dry-run) a runtime's API server has
+// served for a resource, from its own metrics.
+func (k *testKyma) writes(g Gomega, resource string) float64 {
+	cs, err := kubernetes.NewForConfig(k.runtime.cluster.Config())
+	g.Expect(err).NotTo(HaveOccurred())
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["resource"] != resource || labels["dry_run"] != "" || labels["subresource"] != "" {
+			continue
+		}
+		switch labels["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange measures, with the
+// runtime API server's own request counters, what keeping a runtime in step
+// costs: nothing while nothing changes, one write for one new template.
+func TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	k := newKyma(t, module(samplemodules.Evolving))
+	k.eventuallyReady(t)
+	Eventually(func() error { _, err := k.runtimeTemplate("sample-1.0.0"); return err }, timeout, interval).Should(Succeed())
+
+	// Let the runtime's Kyma status settle, then watch a steady state over
+	// more than two Ready intervals (2s here): drift checks, CRD sync,
+	// runtime Kyma sync and the catalog's full pass write nothing.
+	Eventually(func(g Gomega) {
+		g.Expect(k.runtimeKyma(g).Status.State).To(Equal(v1beta2.StateReady))
+	}, timeout, interval).Should(Succeed())
+	before := k.writes(Default, "moduletemplates")
+	steady := map[string]float64{}
+	for _, resource := range []string{"kymas", "customresourcedefinitions", "configmaps", "modulereleasemetas"} {
+		steady[resource] = k.writes(Default, resource)
+	}
+	Consistently(func(g Gomega) {
+		g.Expect(k.writes(g, "moduletemplates")).To(Equal(before), "a steady catalog costs no write")
+		for resource, n := range steady {
+			g.Expect(k.writes(g, resource)).To(Equal(n), "a steady runtime costs no write of %s", resource)
+		}
+	}, "5s", "500ms").Should(Succeed())
+
+	extra := &v1beta2.ModuleTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "cost-extra-1.0.0", Namespace: kcpNamespace},
+		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "cost-extra", Version: "1.0.0"},
+	}
+	Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, extra) })
+	Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
+	Consistently(func(g Gomega) {
+		g.Expect(k.writes(g, "moduletemplates")-before).To(Equal(1.0), "one new template, one write")
+	}, "3s", "500ms").Should(Succeed())
+}
