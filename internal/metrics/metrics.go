@@ -6,6 +6,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
 var (
@@ -24,7 +26,7 @@ var (
 	// Requeues counts requeues by reason.
 	Requeues = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lifecycle_manager_requeues_total",
-		Help: "Requeues by controller and reason (state or error class).",
+		Help: "Requeues by controller and reason: the state whose interval applies, or Error for a backoff.",
 	}, []string{"controller", "reason"})
 
 	// KymaState is 1 for the state each Kyma is in, 0 for the others.
@@ -52,5 +54,15 @@ func init() { //nolint:gochecknoinits // metrics register with the process-wide 
 	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
 }
 
-// States lists every state, so that gauges can zero the ones not current.
-var States = []string{"Ready", "Processing", "Error", "Deleting", "Warning", "Unmanaged"}
+// CountRequeue counts why a controller will look at an object again: the
+// error backoff, or the interval of the state it is in.
+func CountRequeue(controller string, state v1beta2.State, err error) {
+	reason := string(state)
+	switch {
+	case err != nil:
+		reason = "Error"
+	case reason == "":
+		reason = "Unknown"
+	}
+	Requeues.WithLabelValues(controller, reason).Inc()
+}

@@ -85,9 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, base, kyma); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
-	if reconcileErr == nil {
-		metrics.Requeues.WithLabelValues("kyma", string(kyma.Status.State)).Inc()
-	}
+	metrics.CountRequeue("kyma", kyma.Status.State, reconcileErr)
 	return result, reconcileErr
 }
 

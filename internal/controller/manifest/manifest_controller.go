@@ -98,6 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, base, manifest); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
+	metrics.CountRequeue("manifest", manifest.Status.State, reconcileErr)
 	return result, reconcileErr
 }
 

@@ -1,0 +1,109 @@
+package kyma
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+)
+
+func manifestIn(state v1beta2.State, generation, observed int64, message string) *v1beta2.Manifest {
+	m := &v1beta2.Manifest{
+		ObjectMeta: metav1.ObjectMeta{Name: "k-m", Namespace: "kcp-system", Generation: generation},
+		Spec:       v1beta2.ManifestSpec{Version: "1.0.0"},
+		Status:     v1beta2.ManifestStatus{State: state, ObservedGeneration: observed},
+	}
+	if message != "" {
+		m.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "X", Message: message}}
+	}
+	return m
+}
+
+func TestSetStatus(t *testing.T) {
+	managed := v1beta2.Module{Name: "m", Managed: true}
+	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{Name: "m-1.0.0"}}
+	resolved := resolve.Module{Name: "m", Channel: "regular", Version: "1.0.0", Template: template, Spec: managed}
+
+	tests := []struct {
+		name       string
+		module     resolve.Module
+		manifest   *v1beta2.Manifest
+		runtimeErr error
+		wantModule v1beta2.State
+		wantKyma   v1beta2.State
+		wantReason string
+		wantMsg    string
+	}{
+		{name: "no Manifest yet", module: resolved, wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady},
+		{name: "Manifest Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, 1, ""), wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
+		{name: "Ready of an older generation is not Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 2, 1, ""),
+			wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady, wantMsg: "Installing version 1.0.0"},
+		{name: "Manifest Error passes its message", module: resolved, manifest: manifestIn(v1beta2.StateError, 1, 1, "fetching rawManifest: boom"),
+			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "fetching rawManifest: boom"},
+		{name: "Manifest Warning", module: resolved, manifest: manifestIn(v1beta2.StateWarning, 1, 1, "Sample reports Warning"),
+			wantModule: v1beta2.StateWarning, wantKyma: v1beta2.StateWarning, wantReason: ReasonModulesNotReady},
+		{name: "unresolvable module", module: resolve.Module{Name: "m", Spec: managed, Err: errors.New("no ModuleReleaseMeta")},
+			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "no ModuleReleaseMeta"},
+		{name: "unmanaged module", module: resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m"}},
+			wantModule: v1beta2.StateUnmanaged, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
+		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
+			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k", Generation: 3}}
+			manifests := map[string]*v1beta2.Manifest{}
+			if tt.manifest != nil {
+				manifests[manifestName(kyma, "m")] = tt.manifest
+			}
+			setStatus(kyma, []resolve.Module{tt.module}, manifests, tt.runtimeErr, newReadyClock())
+
+			g.Expect(kyma.Status.Modules).To(HaveLen(1))
+			g.Expect(kyma.Status.Modules[0].State).To(Equal(tt.wantModule))
+			g.Expect(kyma.Status.Modules[0].Message).To(ContainSubstring(tt.wantMsg))
+			g.Expect(kyma.Status.State).To(Equal(tt.wantKyma))
+			cond := meta.FindStatusCondition(kyma.Status.Conditions, ConditionReady)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Reason).To(Equal(tt.wantReason))
+			g.Expect(cond.Reason).NotTo(Equal("m"), "a module name is never a reason")
+			g.Expect(cond.Status == metav1.ConditionTrue).To(Equal(tt.wantKyma == v1beta2.StateReady))
+		})
+	}
+}
+
+func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
+	g := NewWithT(t)
+	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k"}}
+	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
+	manifests := map[string]*v1beta2.Manifest{manifestName(kyma, "m"): manifestIn(v1beta2.StateReady, 1, 1, "")}
+	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
+	first := kyma.Status.DeepCopy()
+	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
+	g.Expect(kyma.Status).To(Equal(*first), "a steady state writes the same status: no flapping, no write")
+}
+
+func TestUnionModules(t *testing.T) {
+	g := NewWithT(t)
+	kcp := []v1beta2.Module{{Name: "b", Channel: "fast"}, {Name: "a"}}
+	runtime := []v1beta2.Module{{Name: "z"}, {Name: "b", Channel: "regular"}, {Name: "c"}}
+	got := unionModules(kcp, runtime)
+	g.Expect(got).To(Equal([]v1beta2.Module{{Name: "b", Channel: "fast"}, {Name: "a"}, {Name: "c"}, {Name: "z"}}),
+		"the control plane's entries first and winning, then the runtime's others sorted")
+}
+
+func TestManifestNameIsStableAndShort(t *testing.T) {
+	g := NewWithT(t)
+	short := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "kyma"}}
+	g.Expect(manifestName(short, "sample")).To(Equal("kyma-sample"))
+	long := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "a-very-long-kyma-name-that-goes-on-and-on-and-on"}}
+	name := manifestName(long, "a-long-module-name")
+	g.Expect(len(name)).To(BeNumerically("<=", 63))
+	g.Expect(manifestName(long, "a-long-module-name")).To(Equal(name))
+	g.Expect(manifestName(long, "a-long-module-namf")).NotTo(Equal(name))
+}
