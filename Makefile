@@ -29,10 +29,16 @@ help: ## Show this help.
 
 ##@ Development
 
+# Flags for lmctl dev, e.g. make dev LMCTL_FLAGS="--runtimes 3 --keep"; bin/lmctl dev --help lists them.
+LMCTL_FLAGS ?=
+
+# No testbin prerequisite: lmctl dev runs `make testbin` itself, so that a first build shows its
+# progress instead of several silent minutes.
 .PHONY: dev
-dev: testbin ## Start a local control plane, runtimes, sample modules and the operator.
-	@echo "make dev: the local fleet (lmctl dev) is not built yet; see issue 'lmctl: a local fleet in one command'."
-	@echo "Today 'make test' starts real control planes and runtimes for the tests."
+dev: ## Run a local fleet (bin/lmctl dev): control plane, runtimes, sample modules, the operator, live status. LMCTL_FLAGS passes flags.
+	@echo "Building lmctl into $(BIN)/lmctl (the first build compiles the operator's dependencies: a minute or two) ..."
+	@$(GO) build -o $(BIN)/lmctl ./cmd/lmctl
+	@$(BIN)/lmctl dev $(LMCTL_FLAGS)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.

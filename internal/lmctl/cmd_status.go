@@ -1,0 +1,151 @@
+package lmctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
+)
+
+// watchInterval is how often `lmctl status -w` looks again. Polling one list
+// a second is cheap for a control plane and simpler than a watch that must
+// survive reconnects.
+const watchInterval = time.Second
+
+func newStatusCommand() *cobra.Command {
+	var (
+		kube    kubeFlags
+		format  = output.Table
+		runtime string
+		watch   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the fleet at a glance, or one runtime's modules",
+		Long: `Show one row per runtime (Kyma) of a control plane: its state and how many of its
+modules are Ready. With --runtime, show that runtime's modules with version,
+channel, state and message. -o json|yaml prints the same as a stable structure
+for scripts; -w redraws whenever something changes.`,
+		Example: `  lmctl status --kubeconfig kcp.kubeconfig
+  lmctl status --runtime runtime-0
+  lmctl status -o json | jq '.runtimes[] | select(.state != "Ready")'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := kube.client()
+			if err != nil {
+				return err
+			}
+			s := statusPrinter{client: c, namespace: kube.namespace, runtime: runtime, format: format}
+			if !watch {
+				fleet, err := s.get(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return s.print(cmd.OutOrStdout(), fleet)
+			}
+			return s.watch(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	kube.bind(cmd.Flags())
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, json or yaml.")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "Show the modules of this runtime (Kyma name).")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Keep watching and print again whenever something changes.")
+	return cmd
+}
+
+type statusPrinter struct {
+	client    client.Reader
+	namespace string
+	runtime   string
+	format    output.Format
+}
+
+func (s statusPrinter) get(ctx context.Context) (status.Fleet, error) {
+	fleet, err := status.Get(ctx, s.client, s.namespace)
+	if err != nil {
+		return fleet, err
+	}
+	if s.runtime != "" {
+		if _, ok := fleet.Runtime(s.runtime); !ok {
+			return fleet, fmt.Errorf("no runtime (Kyma) %q in namespace %s", s.runtime, s.namespace)
+		}
+	}
+	return fleet, nil
+}
+
+// print writes the fleet, or with --runtime that one runtime.
+func (s statusPrinter) print(w io.Writer, fleet status.Fleet) error {
+	if s.runtime != "" {
+		rt, _ := fleet.Runtime(s.runtime)
+		if s.format != output.Table {
+			return output.Structured(w, s.format, rt)
+		}
+		fmt.Fprintf(w, "Runtime %s (%s): %s, %d/%d modules Ready\n", rt.Name, orNone(rt.RuntimeID), orNone(string(rt.State)), rt.ModulesReady, rt.ModulesTotal)
+		if rt.Message != "" {
+			fmt.Fprintf(w, "  %s\n", rt.Message)
+		}
+		fmt.Fprintln(w)
+		return status.WriteModules(w, rt)
+	}
+	if s.format != output.Table {
+		return output.Structured(w, s.format, fleet)
+	}
+	if len(fleet.Runtimes) == 0 {
+		_, err := fmt.Fprintf(w, "No runtimes (Kymas) in namespace %s.\n", s.namespace)
+		return err
+	}
+	return status.WriteTable(w, fleet, time.Now())
+}
+
+// watch prints the status, then again each time it changes, until ctx ends.
+// On a terminal each print replaces the last, like watch(1).
+func (s statusPrinter) watch(ctx context.Context, w io.Writer) error {
+	tty, _ := stdoutTerminal()
+	var last *status.Fleet
+	ticker := time.NewTicker(watchInterval)
+	defer ticker.Stop()
+	for {
+		fleet, err := s.get(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			// A control plane that is briefly away is part of what one
+			// watches; say so and keep going.
+			fmt.Fprintf(w, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
+		case last == nil || !reflect.DeepEqual(*last, fleet):
+			last = &fleet
+			if tty && s.format == output.Table {
+				fmt.Fprint(w, "\x1b[H\x1b[2J")
+			}
+			if s.format == output.Table {
+				fmt.Fprintf(w, "%s  every %s, Ctrl-C to stop\n", time.Now().Format(time.TimeOnly), watchInterval)
+			}
+			if err := s.print(w, fleet); err != nil {
+				return err
+			}
+			if !tty && s.format == output.Table {
+				fmt.Fprintln(w)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

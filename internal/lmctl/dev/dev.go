@@ -1,0 +1,457 @@
+// Package dev is `lmctl dev`: a local fleet in one command (SPEC R17). It
+// builds or reuses the control-plane binaries, starts a control plane and
+// kwok runtimes (or attaches existing clusters), a registry with the bundled
+// sample modules, a stand-in operator for the sample module, and the
+// lifecycle manager itself in-process; registers every runtime with a Kyma;
+// shows the fleet converge; and stays up until interrupted, then stops
+// everything it started.
+//
+// It is built from the same parts the end-to-end tests use (testcluster,
+// testregistry, samplemodules, operator.New), so that what a newcomer sees
+// is what the tests check.
+package dev
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
+)
+
+// Namespace is the control-plane namespace of the session: the operator's
+// default, so that every command and kubectl line works without -n.
+const Namespace = "kcp-system"
+
+// DefaultModules go into every local runtime's Kyma. evolving is left out
+// on purpose: adding it by hand is the first thing the summary suggests.
+var DefaultModules = []string{samplemodules.Sample, samplemodules.Chart}
+
+// attachedDefaultModules go into attached clusters' Kymas: the sample and
+// chart modules run placeholder images that only a kwok node "runs", so a
+// real cluster would pull them forever; evolving is ConfigMaps only.
+var attachedDefaultModules = []string{samplemodules.Evolving}
+
+// Options configure a session; `lmctl dev`'s flags fill them.
+type Options struct {
+	// Runtimes is the number of local kwok runtimes.
+	Runtimes int
+	// RuntimeKubeconfigs attach existing clusters as runtimes.
+	RuntimeKubeconfigs []string
+	// Modules each Kyma lists; nil means DefaultModules (or, with attached
+	// clusters, attachedDefaultModules).
+	Modules []string
+	// Dir is the state directory; empty means .dev in the checkout, or a
+	// new temporary directory outside one.
+	Dir string
+	// Keep keeps Dir and the clusters' directories after the session.
+	Keep bool
+	// ExitWhenReady ends the session once everything is Ready, and fails
+	// it when that does not happen within Timeout.
+	ExitWhenReady bool
+	// Timeout is how long the fleet may take to become Ready, counted after
+	// the binaries are built.
+	Timeout time.Duration
+	// ErrorGrace is how long a module may stay in Error with the same
+	// message before ExitWhenReady gives up early.
+	ErrorGrace time.Duration
+	// ReadyFile, when set, is written (as JSON, see Environment) once
+	// everything is Ready and removed when the session ends.
+	ReadyFile string
+	// BrokenModule adds a module that cannot render (BrokenModule), to
+	// test the failure path.
+	BrokenModule bool
+
+	// Out receives progress and the summary.
+	Out io.Writer
+	// TTY makes progress a live table instead of lines.
+	TTY bool
+	// Width is the terminal's width, for the live table.
+	Width func() int
+}
+
+// Environment is what a running session offers, as printed when it is
+// Ready and as written to Options.ReadyFile for scripts.
+type Environment struct {
+	Dir           string               `json:"dir"`
+	KCPKubeconfig string               `json:"kcpKubeconfig"`
+	Namespace     string               `json:"namespace"`
+	Registry      string               `json:"registry"`
+	OperatorLog   string               `json:"operatorLog"`
+	Runtimes      []EnvironmentRuntime `json:"runtimes"`
+	PID           int                  `json:"pid"`
+}
+
+// EnvironmentRuntime is one runtime of a session.
+type EnvironmentRuntime struct {
+	Name       string   `json:"name"`
+	RuntimeID  string   `json:"runtimeID"`
+	Kubeconfig string   `json:"kubeconfig"`
+	Attached   bool     `json:"attached,omitempty"`
+	Modules    []string `json:"modules"`
+}
+
+// pollInterval is how often the fleet is looked at while converging.
+const pollInterval = 500 * time.Millisecond
+
+// Run runs a session until ctx ends (interactive) or the fleet is Ready
+// (ExitWhenReady). An interrupted interactive session is a normal end and
+// returns nil; everything started is stopped before Run returns.
+func Run(ctx context.Context, opts Options) (err error) {
+	if err := opts.complete(); err != nil {
+		return err
+	}
+	out := opts.Out
+
+	if err := ensureBinaries(ctx, out, opts.TTY); err != nil {
+		return err
+	}
+	start := time.Now()
+
+	dir, err := newStateDir(opts.Dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if opts.Keep {
+			fmt.Fprintf(out, "Kept %s (--keep).\n", dir.path)
+			return
+		}
+		err = errors.Join(err, dir.remove())
+	}()
+
+	logFile, err := logToFile(dir.file("operator.log"))
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "Starting a control plane and %s (state in %s) ...\n", describeRuntimes(opts), dir.path)
+	cl, err := startClusters(ctx, dir, opts.Runtimes, opts.RuntimeKubeconfigs, opts.Keep)
+	if err != nil {
+		return fmt.Errorf("starting clusters: %w", err)
+	}
+	var stopping time.Time
+	announceStop := sync.OnceFunc(func() {
+		stopping = time.Now()
+		fmt.Fprintln(out, "Stopping the operator and the clusters ...")
+	})
+	defer func() {
+		announceStop()
+		err = errors.Join(err, cl.stop())
+		fmt.Fprintf(out, "Stopped in %s.\n", formatElapsed(time.Since(stopping)))
+	}()
+	fmt.Fprintf(out, "Clusters are up after %s.\n", formatElapsed(time.Since(start)))
+
+	kcpClient, err := prepareControlPlane(ctx, cl)
+	if err != nil {
+		return err
+	}
+	registry := testregistry.Start()
+	defer registry.Close()
+	if err := publishCatalog(ctx, kcpClient, registry.Host(), Namespace, opts.BrokenModule); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Published the sample modules to the registry at %s.\n", registry.Host())
+
+	env := Environment{
+		Dir:           dir.path,
+		KCPKubeconfig: dir.file("kcp.kubeconfig"),
+		Namespace:     Namespace,
+		Registry:      registry.Host(),
+		OperatorLog:   logFile.Name(),
+		PID:           os.Getpid(),
+	}
+	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry.Host(), logFile)
+	if err != nil {
+		return err
+	}
+	// Stopped before the clusters (defers run in reverse), so that it does
+	// not spend its last seconds failing to reach them.
+	defer func() {
+		announceStop()
+		err = errors.Join(err, op.stop())
+	}()
+
+	sampleCtx, stopSamples := context.WithCancel(ctx)
+	defer stopSamples()
+	for _, rt := range cl.runtimes {
+		if err := startRuntime(ctx, sampleCtx, kcpClient, rt, opts.Modules); err != nil {
+			return err
+		}
+		env.Runtimes = append(env.Runtimes, EnvironmentRuntime{
+			Name: rt.Name, RuntimeID: rt.ID, Kubeconfig: rt.KubeconfigPath, Attached: rt.Attached, Modules: opts.Modules,
+		})
+	}
+	fmt.Fprintf(out, "Registered %s with modules %s; the operator logs to %s.\n\n",
+		plural(len(cl.runtimes), "runtime"), strings.Join(opts.Modules, ", "), env.OperatorLog)
+
+	w := &watch{opts: opts, client: kcpClient, op: op, start: start, tracker: newTracker()}
+	fleet, err := w.untilReady(ctx)
+	if err != nil {
+		if ctx.Err() != nil && !opts.ExitWhenReady {
+			fmt.Fprintln(out)
+			return nil // Ctrl-C before Ready: the user is done
+		}
+		return err
+	}
+	ready, total := fleet.ModuleCounts()
+	fmt.Fprintf(out, "\nAll Ready: %s, %d/%d modules, %s after start.\n", plural(len(fleet.Runtimes), "runtime"), ready, total, formatElapsed(time.Since(start)))
+	if opts.ExitWhenReady {
+		return nil
+	}
+
+	if opts.ReadyFile != "" {
+		if err := writeReadyFile(opts.ReadyFile, env); err != nil {
+			return err
+		}
+		defer os.Remove(opts.ReadyFile)
+	}
+	printTour(out, env, opts.Modules, opts.Keep)
+	if err := w.follow(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+// complete fills in defaults and refuses what cannot work, before anything
+// is built or started.
+func (o *Options) complete() error {
+	if o.Runtimes < 0 {
+		return errors.New("--runtimes must not be negative")
+	}
+	if o.Runtimes == 0 && len(o.RuntimeKubeconfigs) == 0 {
+		return errNoRuntimes
+	}
+	if o.Modules == nil {
+		o.Modules = DefaultModules
+		if len(o.RuntimeKubeconfigs) > 0 {
+			o.Modules = attachedDefaultModules
+		}
+	}
+	if o.BrokenModule {
+		o.Modules = append(slices.Clone(o.Modules), BrokenModule)
+	}
+	for _, path := range o.RuntimeKubeconfigs {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("--runtime-kubeconfig: %w", err)
+		}
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Dir == "" {
+		// One well-known place per checkout (git-ignored), so that paths
+		// like .dev/kcp.kubeconfig stay the same from one session to the
+		// next; a second session in the same checkout is refused, not mixed in.
+		if root, err := repoRoot(); err == nil {
+			o.Dir = filepath.Join(root, ".dev")
+		}
+	}
+	return nil
+}
+
+// prepareControlPlane creates the namespace the operator works in and
+// returns a client for it.
+func prepareControlPlane(ctx context.Context, cl *clusters) (client.Client, error) {
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cl.kcp.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a control-plane client: %w", err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	return c, nil
+}
+
+// startRuntime starts what runs beside one runtime (the sample module's
+// stand-in operator until sampleCtx ends, the runtime-watcher) and registers
+// it with a Kyma.
+func startRuntime(ctx, sampleCtx context.Context, kcp client.Client, rt *runtimeTarget, modules []string) error {
+	// It polls: quickly on a local runtime, gently on someone's cluster.
+	interval := 200 * time.Millisecond
+	if rt.Attached {
+		interval = time.Second
+	}
+	go func() { _ = samplemodules.RunSampleOperator(sampleCtx, rt.config, interval) }()
+	if err := startRuntimeWatcher(ctx, rt); err != nil {
+		return fmt.Errorf("starting the runtime-watcher for %s: %w", rt.Name, err)
+	}
+	return register(ctx, kcp, Namespace, rt, modules)
+}
+
+func describeRuntimes(opts Options) string {
+	var parts []string
+	if opts.Runtimes > 0 {
+		parts = append(parts, plural(opts.Runtimes, "local runtime"))
+	}
+	if n := len(opts.RuntimeKubeconfigs); n > 0 {
+		parts = append(parts, plural(n, "attached runtime"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func writeReadyFile(path string, env Environment) error {
+	data, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the ready file: %w", err)
+	}
+	// Written under another name and renamed, so that a script polling for
+	// the file never reads half of it.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the ready file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing the ready file: %w", err)
+	}
+	return nil
+}
+
+// watch follows the fleet in the control plane and shows it.
+type watch struct {
+	opts    Options
+	client  client.Reader
+	op      *runningOperator
+	start   time.Time
+	tracker *tracker
+	table   *liveTable
+	// converged is set once the fleet was Ready: changes are then stamped
+	// with the time of day, since elapsed time no longer means anything.
+	converged bool
+}
+
+// untilReady shows progress until every module of every runtime is Ready,
+// and returns the fleet as last seen. It fails when the operator stops,
+// and, with ExitWhenReady, at the timeout or when a module stays in Error
+// for ErrorGrace. Without ExitWhenReady the timeout only prints what is not
+// Ready, and waiting goes on: a person is watching and can look into it.
+func (w *watch) untilReady(ctx context.Context) (status.Fleet, error) {
+	out := w.opts.Out
+	deadline := w.start.Add(w.opts.Timeout)
+	warned := false
+	if w.opts.TTY {
+		w.table = &liveTable{out: out}
+	}
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	var fleet status.Fleet
+	for {
+		now := time.Now()
+		current, err := status.Get(ctx, w.client, Namespace)
+		if err == nil {
+			fleet = current
+			w.show(now, fleet)
+			if allReady(fleet, w.opts.Runtimes+len(w.opts.RuntimeKubeconfigs)) {
+				return fleet, nil
+			}
+		}
+		if err := w.op.failed(); err != nil {
+			return fleet, err
+		}
+		if w.opts.ExitWhenReady {
+			if stuck := w.tracker.stuck(now, w.opts.ErrorGrace); len(stuck) > 0 {
+				return fleet, fmt.Errorf("not all modules became Ready: %s stayed in Error for %s:\n  %s",
+					joinKeys(stuck), w.opts.ErrorGrace, strings.Join(notReadyReport(fleet), "\n  "))
+			}
+		}
+		if !warned && now.After(deadline) {
+			report := strings.Join(notReadyReport(fleet), "\n  ")
+			if err != nil {
+				report = "the control plane cannot be read: " + err.Error()
+			}
+			if w.opts.ExitWhenReady {
+				return fleet, fmt.Errorf("not all modules Ready within %s:\n  %s", w.opts.Timeout, report)
+			}
+			w.table = nil // the warning would be drawn over
+			fmt.Fprintf(out, "Not all modules are Ready after %s; still waiting (Ctrl-C to stop):\n  %s\n", w.opts.Timeout, report)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			if w.opts.ExitWhenReady {
+				return fleet, fmt.Errorf("interrupted before all modules were Ready: %w", ctx.Err())
+			}
+			return fleet, ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// show draws the live table, or prints a line per change.
+func (w *watch) show(now time.Time, fleet status.Fleet) {
+	changes := w.tracker.observe(now, fleet)
+	elapsed := now.Sub(w.start)
+	if w.table != nil {
+		width := 0
+		if w.opts.Width != nil {
+			width = w.opts.Width()
+		}
+		w.table.draw(renderProgress(fleet, elapsed, width))
+		return
+	}
+	when := formatElapsed(elapsed)
+	if w.converged {
+		when = now.Format(time.TimeOnly)
+	}
+	for _, c := range changes {
+		fmt.Fprintln(w.opts.Out, formatChange(when, c))
+	}
+}
+
+// follow prints a line per change until ctx ends: after the summary, so
+// that what a person does in the fleet shows up under the commands they
+// copied from it.
+func (w *watch) follow(ctx context.Context) error {
+	w.table = nil
+	w.converged = true
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		if fleet, err := status.Get(ctx, w.client, Namespace); err == nil {
+			w.show(time.Now(), fleet)
+		}
+		if err := w.op.failed(); err != nil {
+			return err
+		}
+	}
+}
+
+func joinKeys(keys []moduleKey) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = k.String()
+	}
+	return strings.Join(s, ", ")
+}
