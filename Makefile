@@ -74,7 +74,7 @@ test: testbin ## Run all tests against real API servers (builds bin/ first).
 
 .PHONY: bench
 bench: testbin ## Run the benchmarks against real API servers and print their figures (BENCH_KYMAS, BENCH_MODULES).
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/e2e/
+	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/e2e/ ./test/watcher/
 
 ##@ Tools
 

@@ -67,6 +67,10 @@ type Options struct {
 	CatalogSync bool
 	// CatalogConcurrency is how many runtimes get the catalog at once.
 	CatalogConcurrency int
+
+	// Watcher configures the runtime watcher (SPEC R9); the zero value
+	// disables it.
+	Watcher WatcherOptions
 }
 
 // ContentOptions configure where module content comes from.
@@ -173,6 +177,10 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
+	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
+	}
 	if err := (&kyma.Reconciler{
 		Client:        mgr.GetClient(),
 		Runtimes:      runtimes,
@@ -186,6 +194,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		MaxConcurrentReconciles: opts.KymaConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
 		MaxBackoff:              opts.MaxBackoff,
+		Sources:                 watcherSources,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the Kyma controller: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
@@ -28,6 +29,9 @@ type SetupOptions struct {
 	Namespace               string
 	MaxConcurrentReconciles int
 	BaseBackoff, MaxBackoff time.Duration
+	// Sources are further event sources, such as the runtime watcher's
+	// channel of Kymas whose runtime reported a change.
+	Sources []source.Source
 }
 
 // SetupWithManager registers the controller, its index and its watches.
@@ -40,7 +44,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("kyma").
 		For(&v1beta2.Kyma{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -52,7 +56,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&v1beta2.ModuleTemplate{}, handler.EnqueueRequestsFromMapFunc(r.kymasForTemplate)).
 		Watches(&v1beta2.ModuleReleaseMeta{}, handler.EnqueueRequestsFromMapFunc(r.kymasForReleaseMeta)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
-			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel))).
+			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel)))
+	for _, src := range opts.Sources {
+		b = b.WatchesRawSource(src)
+	}
+	return b.
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),

@@ -12,11 +12,11 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
-func manifestIn(state v1beta2.State, generation, observed int64, message string) *v1beta2.Manifest {
+func manifestIn(state v1beta2.State, generation int64, message string) *v1beta2.Manifest {
 	m := &v1beta2.Manifest{
 		ObjectMeta: metav1.ObjectMeta{Name: "k-m", Namespace: "kcp-system", Generation: generation},
 		Spec:       v1beta2.ManifestSpec{Version: "1.0.0"},
-		Status:     v1beta2.ManifestStatus{State: state, ObservedGeneration: observed},
+		Status:     v1beta2.ManifestStatus{State: state, ObservedGeneration: 1},
 	}
 	if message != "" {
 		m.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "X", Message: message}}
@@ -40,18 +40,18 @@ func TestSetStatus(t *testing.T) {
 		wantMsg    string
 	}{
 		{name: "no Manifest yet", module: resolved, wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady},
-		{name: "Manifest Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, 1, ""), wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
-		{name: "Ready of an older generation is not Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 2, 1, ""),
+		{name: "Manifest Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
+		{name: "Ready of an older generation is not Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 2, ""),
 			wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady, wantMsg: "Installing version 1.0.0"},
-		{name: "Manifest Error passes its message", module: resolved, manifest: manifestIn(v1beta2.StateError, 1, 1, "fetching rawManifest: boom"),
+		{name: "Manifest Error passes its message", module: resolved, manifest: manifestIn(v1beta2.StateError, 1, "fetching rawManifest: boom"),
 			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "fetching rawManifest: boom"},
-		{name: "Manifest Warning", module: resolved, manifest: manifestIn(v1beta2.StateWarning, 1, 1, "Sample reports Warning"),
+		{name: "Manifest Warning", module: resolved, manifest: manifestIn(v1beta2.StateWarning, 1, "Sample reports Warning"),
 			wantModule: v1beta2.StateWarning, wantKyma: v1beta2.StateWarning, wantReason: ReasonModulesNotReady},
 		{name: "unresolvable module", module: resolve.Module{Name: "m", Spec: managed, Err: errors.New("no ModuleReleaseMeta")},
 			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "no ModuleReleaseMeta"},
 		{name: "unmanaged module", module: resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m"}},
 			wantModule: v1beta2.StateUnmanaged, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
-		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
+		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
 	}
 	for _, tt := range tests {
@@ -81,7 +81,7 @@ func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
 	g := NewWithT(t)
 	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k"}}
 	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
-	manifests := map[string]*v1beta2.Manifest{manifestName(kyma, "m"): manifestIn(v1beta2.StateReady, 1, 1, "")}
+	manifests := map[string]*v1beta2.Manifest{manifestName(kyma, "m"): manifestIn(v1beta2.StateReady, 1, "")}
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
 	first := kyma.Status.DeepCopy()
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())

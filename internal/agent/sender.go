@@ -1,0 +1,194 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+)
+
+// sender delivers reports to the listener at least once, within bounds: a
+// report waits a short window in which later reports of the same object
+// replace it (coalescing), is retried with exponential backoff on failures
+// that a retry can cure, and is dropped — counted — after the last attempt,
+// when it is too large, or when too many objects are waiting.
+//
+// The window also gives the runtime's API server time to store the change:
+// admission runs before the write, so a report sent at once could make the
+// control plane read the object before it changed.
+type sender struct {
+	opts    Options
+	creds   *credentials
+	metrics *Metrics
+	log     logr.Logger
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	pending map[string]*report.Report
+}
+
+func newSender(opts Options, creds *credentials, metrics *Metrics, log logr.Logger) *sender {
+	return &sender{
+		opts: opts, creds: creds, metrics: metrics, log: log,
+		queue: workqueue.NewTypedRateLimitingQueue(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.BaseBackoff, opts.MaxBackoff)),
+		pending: map[string]*report.Report{},
+	}
+}
+
+// enqueue schedules a report; a report of the same object still waiting is
+// replaced by it.
+func (s *sender) enqueue(rep *report.Report) {
+	key := rep.Object.Key()
+	s.mu.Lock()
+	_, waiting := s.pending[key]
+	switch {
+	case waiting:
+		s.metrics.ReportsCoalesced.Inc()
+	case len(s.pending) >= s.opts.MaxPending:
+		s.mu.Unlock()
+		s.metrics.ReportFailures.WithLabelValues(ReasonQueueFull).Inc()
+		s.log.Info("Dropping a report: too many objects waiting", "id", rep.ID, "object", key)
+		return
+	}
+	s.pending[key] = rep
+	s.metrics.Pending.Set(float64(len(s.pending)))
+	s.mu.Unlock()
+	if !waiting {
+		s.queue.AddAfter(key, s.opts.CoalesceWindow)
+	}
+}
+
+// run sends reports until ctx is done.
+func (s *sender) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.opts.Workers {
+		wg.Go(func() {
+			for s.next(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	s.queue.ShutDown()
+	wg.Wait()
+}
+
+func (s *sender) next(ctx context.Context) bool {
+	key, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(key)
+
+	s.mu.Lock()
+	rep, ok := s.pending[key]
+	delete(s.pending, key)
+	s.metrics.Pending.Set(float64(len(s.pending)))
+	s.mu.Unlock()
+	if !ok {
+		s.queue.Forget(key)
+		return true
+	}
+
+	attempt := s.queue.NumRequeues(key) + 1
+	if attempt > 1 {
+		s.metrics.ReportRetries.Inc()
+	}
+	retry, err := s.send(ctx, rep)
+	switch {
+	case err == nil:
+		s.queue.Forget(key)
+	case !retry:
+		s.queue.Forget(key)
+		s.log.Error(err, "Report refused", "id", rep.ID, "object", key)
+	case attempt >= s.opts.MaxAttempts:
+		s.queue.Forget(key)
+		s.metrics.ReportFailures.WithLabelValues(ReasonRetriesExhausted).Inc()
+		s.log.Error(err, "Dropping a report after the last attempt; the control plane's periodic reconcile remains",
+			"id", rep.ID, "object", key, "attempts", attempt)
+	default:
+		s.mu.Lock()
+		if _, newer := s.pending[key]; !newer {
+			s.pending[key] = rep
+		}
+		s.mu.Unlock()
+		s.log.V(1).Info("Report failed, retrying", "id", rep.ID, "object", key, "attempt", attempt, "error", err.Error())
+		s.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// send posts one report and tells whether a failure is worth retrying.
+func (s *sender) send(ctx context.Context, rep *report.Report) (bool, error) {
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return false, fmt.Errorf("encoding report: %w", err)
+	}
+	if len(body) > s.opts.MaxReportBytes {
+		s.metrics.ReportFailures.WithLabelValues(ReasonTooLarge).Inc()
+		return false, fmt.Errorf("report of %d bytes is over the limit of %d", len(body), s.opts.MaxReportBytes)
+	}
+	reason, retry, err := s.post(ctx, report.ReportPath, body)
+	if err != nil {
+		s.metrics.ReportFailures.WithLabelValues(reason).Inc()
+		return retry, err
+	}
+	s.metrics.ReportsSent.Inc()
+	s.metrics.ReportLatency.Observe(time.Since(rep.ChangedAt).Seconds())
+	s.log.V(1).Info("Report accepted", "id", rep.ID, "object", rep.Object.Key(), "operation", rep.Operation)
+	return false, nil
+}
+
+// heartbeat tells the listener the agent is alive.
+func (s *sender) heartbeat(ctx context.Context) {
+	if _, _, err := s.post(ctx, report.HeartbeatPath, nil); err != nil {
+		s.metrics.Heartbeats.WithLabelValues("failed").Inc()
+		s.log.V(1).Info("Heartbeat failed", "error", err.Error())
+		return
+	}
+	s.metrics.Heartbeats.WithLabelValues("ok").Inc()
+}
+
+var errNoCredentials = errors.New("the client certificate is not loaded yet")
+
+// post sends body to the listener; on failure it says why (a ReportFailures
+// reason) and whether a retry may help.
+func (s *sender) post(ctx context.Context, path string, body []byte) (reason string, retry bool, err error) {
+	client := s.creds.httpClient()
+	if client == nil {
+		return ReasonNoCredentials, true, errNoCredentials
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(s.opts.ListenerURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return ReasonRejected, false, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return ReasonUnreachable, true, fmt.Errorf("reaching the listener: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	switch {
+	case resp.StatusCode < 300:
+		return "", false, nil
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return ReasonServerError, true, fmt.Errorf("listener answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	default:
+		return ReasonRejected, false, fmt.Errorf("listener refused: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+}

@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+)
+
+// kymasByRuntime is the listener's view of the fleet in these tests.
+type kymasByRuntime map[string][]types.NamespacedName
+
+func (k kymasByRuntime) KymasOf(_ context.Context, id string) ([]types.NamespacedName, error) {
+	return k[id], nil
+}
+
+// testListener runs the real listener on loopback and counts the Kymas it
+// requeues.
+type testListener struct {
+	url      string
+	ca       *pki.CA
+	requeued atomic.Int64
+}
+
+func startListener(t *testing.T) *testListener {
+	t.Helper()
+	ca, err := pki.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	requeue := make(chan event.TypedGenericEvent[*v1beta2.Kyma])
+	l, err := listener.New(listener.Options{
+		Address:        addr,
+		ClientCAs:      ca.Pool(),
+		GetCertificate: pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
+		Kymas:          kymasByRuntime{"runtime-a": {{Namespace: "kcp-system", Name: "kyma-a"}}, "runtime-b": {{Namespace: "kcp-system", Name: "kyma-b"}}},
+		Requeue:        requeue,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tl := &testListener{url: "https://" + addr, ca: ca}
+	go func() { _ = l.Start(ctx) }()
+	go func() {
+		for {
+			select {
+			case <-requeue:
+				tl.requeued.Add(1)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	NewWithT(t).Eventually(func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}, 5*time.Second, 10*time.Millisecond).Should(Succeed())
+	return tl
+}
+
+// newTestSender returns a running sender with runtime-a's certificate.
+func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sender, *Metrics) {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.ListenerURL = l.url
+	opts.CoalesceWindow = 50 * time.Millisecond
+	opts.BaseBackoff, opts.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	opts.MaxAttempts = 3
+	opts.RequestTimeout = 2 * time.Second
+	if change != nil {
+		change(&opts)
+	}
+	kp, err := l.ca.Issue(pki.Request{CommonName: "runtime-a", Usage: pki.ClientAuth, Validity: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := newMetrics()
+	creds := newCredentials(opts, metrics, logr.Discard())
+	state, err := newClientState(kp.CertPEM, kp.KeyPEM, l.ca.CertPEM(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.client.Store(state)
+	s := newSender(opts, creds, metrics, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, metrics
+}
+
+func testReport(name, kyma string) *report.Report {
+	return &report.Report{ID: name, Kyma: kyma, Operation: "UPDATE", ChangedAt: time.Now(),
+		Object: report.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: "default", Name: name}}
+}
+
+func value(c prometheus.Collector) float64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() { c.Collect(ch); close(ch) }()
+	sum := 0.0
+	for m := range ch {
+		pb := &dto.Metric{}
+		if m.Write(pb) == nil {
+			sum += pb.GetCounter().GetValue() + pb.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+func TestSenderCoalescesReportsOfOneObject(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t)
+	s, m := newTestSender(t, l, func(o *Options) { o.CoalesceWindow = 300 * time.Millisecond })
+	for range 5 {
+		s.enqueue(testReport("same", "kyma-a"))
+	}
+	s.enqueue(testReport("other", "kyma-a"))
+	g.Eventually(func() float64 { return value(m.ReportsSent) }, 5*time.Second, 10*time.Millisecond).Should(Equal(2.0))
+	g.Consistently(func() float64 { return value(m.ReportsSent) }, 500*time.Millisecond, 10*time.Millisecond).Should(Equal(2.0))
+	g.Expect(value(m.ReportsCoalesced)).To(Equal(4.0))
+	g.Expect(l.requeued.Load()).To(Equal(int64(2)))
+}
+
+func TestSenderRetriesWithinBoundsThenDrops(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t)
+	// Nothing listens on this port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	closed := "https://" + ln.Addr().String()
+	_ = ln.Close()
+	s, m := newTestSender(t, l, func(o *Options) { o.ListenerURL = closed })
+	s.enqueue(testReport("lost", "kyma-a"))
+	g.Eventually(func() float64 { return value(m.ReportFailures.WithLabelValues(ReasonRetriesExhausted)) }, 5*time.Second, 10*time.Millisecond).Should(Equal(1.0))
+	g.Expect(value(m.ReportFailures.WithLabelValues(ReasonUnreachable))).To(Equal(3.0), "one failure per attempt")
+	g.Expect(value(m.ReportRetries)).To(Equal(2.0))
+	g.Expect(value(m.Pending)).To(BeZero())
+}
+
+func TestSenderDoesNotRetryARefusal(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t)
+	s, m := newTestSender(t, l, nil)
+	s.enqueue(testReport("for-b", "kyma-b"))
+	g.Eventually(func() float64 { return value(m.ReportFailures.WithLabelValues(ReasonRejected)) }, 5*time.Second, 10*time.Millisecond).Should(Equal(1.0))
+	g.Consistently(func() float64 { return value(m.ReportRetries) }, 300*time.Millisecond, 10*time.Millisecond).Should(BeZero())
+	g.Expect(l.requeued.Load()).To(BeZero())
+}
+
+func TestSenderBoundsSizeAndQueue(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t)
+	s, m := newTestSender(t, l, func(o *Options) {
+		o.MaxReportBytes = 400
+		o.MaxPending = 2
+		o.CoalesceWindow = 200 * time.Millisecond
+	})
+	// The name is in the report twice (id, object): over the limit.
+	s.enqueue(testReport(strings.Repeat("a", 200), "kyma-a"))
+	s.enqueue(testReport("b", "kyma-a"))
+	s.enqueue(testReport("c", "kyma-a"))
+	g.Expect(value(m.ReportFailures.WithLabelValues(ReasonQueueFull))).To(Equal(1.0))
+	g.Eventually(func() float64 { return value(m.ReportFailures.WithLabelValues(ReasonTooLarge)) }, 5*time.Second, 10*time.Millisecond).Should(Equal(1.0))
+	g.Eventually(func() float64 { return value(m.ReportsSent) }, 5*time.Second, 10*time.Millisecond).Should(Equal(1.0))
+}
+
+func TestHeartbeatIsRecordedByTheListener(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t)
+	s, m := newTestSender(t, l, nil)
+	s.heartbeat(context.Background())
+	g.Expect(value(m.Heartbeats.WithLabelValues("ok"))).To(Equal(1.0))
+	// The client refuses a listener whose certificate the CA did not issue.
+	other := startListener(t)
+	s2, m2 := newTestSender(t, l, func(o *Options) { o.ListenerURL = other.url })
+	s2.heartbeat(context.Background())
+	g.Expect(value(m2.Heartbeats.WithLabelValues("failed"))).To(Equal(1.0))
+}

@@ -1,0 +1,290 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+)
+
+// Names of the agent's resources in a runtime.
+const (
+	agentName = "runtime-watcher"
+	// webhookPort is the Service port the runtime's API server calls.
+	webhookPort = 443
+	// agentWebhookPort and agentMetricsPort are the container's ports.
+	agentWebhookPort = 9443
+	agentMetricsPort = 8080
+	// webhookTimeoutSeconds is short because the agent answers at once; a
+	// slow agent must not slow down the runtime's API.
+	webhookTimeoutSeconds = 2
+)
+
+// webhookConfigName names the runtime's webhook configuration. It is
+// cluster-scoped, so it carries the namespace: load tests let several Kymas
+// share one runtime API server, each in a namespace of its own (SPEC R19).
+func webhookConfigName(namespace string) string {
+	return agentName + "-" + namespace
+}
+
+// servingNames are the names the runtime's API server may reach the agent
+// by: its Service, and loopback for an agent run next to the API server
+// (tests, dev environment).
+func servingNames(namespace string) ([]string, []net.IP) {
+	svc := agentName + "." + namespace + ".svc"
+	return []string{svc, svc + ".cluster.local", "localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+}
+
+// renderInput is everything the agent's resources depend on.
+type renderInput struct {
+	Kyma      *v1beta2.Kyma
+	Namespace string
+	// Credentials are the runtime's certificates (pki keys).
+	Credentials map[string][]byte
+	Watchers    []v1beta2.Watcher
+	// LocalURL, when set, is the base URL of an agent running outside the
+	// runtime; no Deployment or Service is rendered then.
+	LocalURL    string
+	ListenerURL string
+	Image       string
+}
+
+// render returns the agent's objects for a runtime, Namespace first, and the
+// webhook configuration last (nil when no Watcher is valid), so that the
+// runtime's API server only calls the agent once it can exist.
+func render(in renderInput) (objects []client.Object, webhook *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	ns := in.Namespace
+	labels := map[string]string{
+		v1beta2.ManagedByLabel:      v1beta2.ManagedByValue,
+		v1beta2.KymaNameLabel:       in.Kyma.Name,
+		"app.kubernetes.io/name":    agentName,
+		"app.kubernetes.io/part-of": "lifecycle-manager",
+	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+	}
+	creds := in.Credentials
+	objects = []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: meta(agent.DefaultClientSecret), Type: corev1.SecretTypeTLS, Data: map[string][]byte{
+			corev1.TLSCertKey: creds[pki.ClientCertKey], corev1.TLSPrivateKeyKey: creds[pki.ClientKeyKey], pki.CAKey: creds[pki.CAKey],
+		}},
+		&corev1.Secret{ObjectMeta: meta(agent.DefaultServingSecret), Type: corev1.SecretTypeTLS, Data: map[string][]byte{
+			corev1.TLSCertKey: creds[pki.ServingCertKey], corev1.TLSPrivateKeyKey: creds[pki.ServingKeyKey], pki.CAKey: creds[pki.ServingCACertKey],
+		}},
+		&corev1.ServiceAccount{ObjectMeta: meta(agentName)},
+		// The agent reads its two Secrets and nothing else.
+		&rbacv1.Role{ObjectMeta: meta(agentName), Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"},
+			ResourceNames: []string{agent.DefaultClientSecret, agent.DefaultServingSecret},
+		}}},
+		&rbacv1.RoleBinding{ObjectMeta: meta(agentName),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: agentName},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: agentName, Namespace: ns}},
+		},
+	}
+	if in.LocalURL == "" {
+		objects = append(objects, deployment(in, meta(agentName)), service(meta(agentName)))
+	}
+
+	var hooks []admissionregistrationv1.ValidatingWebhook
+	for i := range in.Watchers {
+		w := &in.Watchers[i]
+		if validate(w) != nil || !w.DeletionTimestamp.IsZero() {
+			continue
+		}
+		hooks = append(hooks, validatingWebhook(w, in, creds[pki.ServingCACertKey]))
+	}
+	if len(hooks) == 0 {
+		return objects, nil
+	}
+	slices.SortFunc(hooks, func(a, b admissionregistrationv1.ValidatingWebhook) int { return strings.Compare(a.Name, b.Name) })
+	webhook = &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName(ns), Labels: labels},
+		Webhooks:   hooks,
+	}
+	return objects, webhook
+}
+
+func validatingWebhook(w *v1beta2.Watcher, in renderInput, caBundle []byte) admissionregistrationv1.ValidatingWebhook {
+	path := agent.ValidatePathFor(w.Name, w.Spec.Field)
+	clientConfig := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if in.LocalURL != "" {
+		clientConfig.URL = ptr.To(strings.TrimSuffix(in.LocalURL, "/") + path)
+	} else {
+		clientConfig.Service = &admissionregistrationv1.ServiceReference{
+			Namespace: in.Namespace, Name: agentName, Path: &path, Port: ptr.To[int32](webhookPort),
+		}
+	}
+	res := w.Spec.ResourceToWatch.Resource
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+	if w.Spec.Field == v1beta2.StatusField {
+		// Status is written through its subresource, and only updated.
+		res += "/status"
+		ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	}
+	hook := admissionregistrationv1.ValidatingWebhook{
+		Name:         webhookName(w),
+		ClientConfig: clientConfig,
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{w.Spec.ResourceToWatch.Group},
+				APIVersions: []string{w.Spec.ResourceToWatch.Version},
+				Resources:   []string{res},
+				Scope:       ptr.To(admissionregistrationv1.AllScopes),
+			},
+		}},
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: w.Spec.LabelsToWatch},
+		// Never block the runtime's API because the agent is away.
+		FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
+		// The agent reports, which is a side effect, but not for dry runs.
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun),
+		TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+		AdmissionReviewVersions: []string{"v1"},
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+	}
+	if in.Kyma.Spec.SyncNamespace != "" {
+		// Several Kymas share this runtime's API server (SPEC R19): each
+		// agent watches its own namespace only, or every agent would report
+		// every Kyma's changes.
+		hook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{in.Namespace},
+		}}}
+	}
+	return hook
+}
+
+// webhookName is the Watcher's webhook's name; it must be a fully qualified
+// name, unique in the configuration.
+func webhookName(w *v1beta2.Watcher) string {
+	return w.Name + "." + w.Namespace + ".watcher.operator.kyma-project.io"
+}
+
+func deployment(in renderInput, meta metav1.ObjectMeta) *appsv1.Deployment {
+	selector := map[string]string{"app.kubernetes.io/name": agentName, v1beta2.KymaNameLabel: in.Kyma.Name}
+	podLabels := map[string]string{}
+	for k, v := range meta.Labels {
+		podLabels[k] = v
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(agentMetricsPort)}}}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: agentName,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:  agentName,
+						Image: in.Image,
+						Args: []string{
+							"--listener-url=" + in.ListenerURL,
+							"--kyma-name=" + in.Kyma.Name,
+							"--namespace=" + in.Namespace,
+							fmt.Sprintf("--listen-address=:%d", agentWebhookPort),
+							fmt.Sprintf("--metrics-address=:%d", agentMetricsPort),
+						},
+						Ports: []corev1.ContainerPort{
+							{Name: "webhook", ContainerPort: agentWebhookPort},
+							{Name: "metrics", ContainerPort: agentMetricsPort},
+						},
+						ReadinessProbe: probe("/readyz"),
+						LivenessProbe:  probe("/healthz"),
+						// A small, bounded share of a node (SPEC R9).
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func service(meta metav1.ObjectMeta) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app.kubernetes.io/name": agentName, v1beta2.KymaNameLabel: meta.Labels[v1beta2.KymaNameLabel]},
+			Ports:    []corev1.ServicePort{{Name: "webhook", Port: webhookPort, TargetPort: intstr.FromInt32(agentWebhookPort)}},
+		},
+	}
+}
+
+// validate checks what the CRD schema cannot: that labelsToWatch are valid
+// labels, so that the runtime's API server accepts the webhook's selector.
+func validate(w *v1beta2.Watcher) error {
+	var errs []error
+	for k, v := range w.Spec.LabelsToWatch {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, fmt.Errorf("labelsToWatch key %q: %s", k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, fmt.Errorf("labelsToWatch value %q: %s", v, msg))
+		}
+	}
+	if w.Spec.ResourceToWatch.Resource == "" || strings.Contains(w.Spec.ResourceToWatch.Resource, "/") {
+		errs = append(errs, fmt.Errorf("resourceToWatch.resource %q must name a resource without subresource", w.Spec.ResourceToWatch.Resource))
+	}
+	switch w.Spec.Field {
+	case v1beta2.SpecField, v1beta2.StatusField:
+	default:
+		errs = append(errs, fmt.Errorf("field %q must be spec or status", w.Spec.Field))
+	}
+	return errors.Join(errs...)
+}
+
+// toUnstructured converts typed objects for server-side apply, with their
+// group, version and kind set.
+func toUnstructured(scheme *k8sruntime.Scheme, objects ...client.Object) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(objects))
+	for _, obj := range objects {
+		gvks, _, err := scheme.ObjectKinds(obj)
+		if err != nil {
+			return nil, fmt.Errorf("finding the kind of %T: %w", obj, err)
+		}
+		m, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("converting %T: %w", obj, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(gvks[0])
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u.Object, "status")
+		out = append(out, u)
+	}
+	return out, nil
+}

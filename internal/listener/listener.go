@@ -1,0 +1,330 @@
+// Package listener is the control plane's end of the runtime watcher: an
+// HTTPS endpoint that accepts reports from runtime agents over mutual TLS and
+// requeues the Kyma a report is for at once (SPEC R9).
+//
+// Trust: a connection is accepted only with a client certificate issued by
+// the watcher CA (internal/pki), over TLS 1.3. The certificate's subject
+// common name is the runtime id, and a report is accepted only for a Kyma
+// whose runtime-id label equals it, so a runtime can never make the control
+// plane act on another runtime's Kyma. Reports carry no object content; they
+// only make the Kyma controller look again.
+package listener
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+)
+
+// Options configure a Listener.
+type Options struct {
+	// Address is the HTTPS listen address.
+	Address string
+	// ClientCAs verify the agents' client certificates.
+	ClientCAs *x509.CertPool
+	// GetCertificate returns the listener's serving certificate.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// Kymas finds the Kymas of a runtime id.
+	Kymas Lookup
+	// Requeue receives the Kymas to reconcile; the Kyma controller reads it
+	// through a source.Channel.
+	Requeue chan<- event.TypedGenericEvent[*v1beta2.Kyma]
+	// Health records when each runtime was last heard from; may be nil.
+	Health *Health
+	// MaxBodyBytes bounds a request body (report.MaxBytes when 0).
+	MaxBodyBytes int64
+	// EnqueueTimeout bounds the wait for the Kyma queue before answering 503
+	// (1s when 0).
+	EnqueueTimeout time.Duration
+	// RecheckAfter requeues a reported Kyma once more this long after the
+	// report; 0 or less disables it. Admission runs before the runtime's API server
+	// stores a change, so the first reconcile may read the object just
+	// before it changes; the recheck reads it after. At most one recheck per
+	// Kyma is pending, so it costs at most one reconcile per Kyma per period.
+	RecheckAfter time.Duration
+}
+
+// Listener accepts runtime reports. It is a manager Runnable.
+type Listener struct {
+	opts Options
+	log  logr.Logger
+
+	mu       sync.Mutex
+	ctx      context.Context
+	rechecks map[types.NamespacedName]bool
+}
+
+// New returns a Listener; Start serves it.
+func New(opts Options) (*Listener, error) {
+	if opts.ClientCAs == nil || opts.GetCertificate == nil || opts.Kymas == nil || opts.Requeue == nil {
+		return nil, errors.New("listener: client CAs, serving certificate, Kyma lookup and requeue channel are required")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = report.MaxBytes
+	}
+	if opts.EnqueueTimeout <= 0 {
+		opts.EnqueueTimeout = time.Second
+	}
+	return &Listener{opts: opts, log: ctrl.Log.WithName("listener"), rechecks: map[types.NamespacedName]bool{}}, nil
+}
+
+// NeedLeaderElection keeps the listener on the leader: only there does the
+// Kyma controller take from the requeue channel.
+func (l *Listener) NeedLeaderElection() bool { return true }
+
+// Start serves until ctx is done.
+func (l *Listener) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", l.opts.Address)
+	if err != nil {
+		return fmt.Errorf("listener: listening on %s: %w", l.opts.Address, err)
+	}
+	l.mu.Lock()
+	l.ctx = ctx
+	l.mu.Unlock()
+	server := l.server()
+	l.log.Info("Listening for runtime reports", "address", ln.Addr().String())
+	errs := make(chan error, 1)
+	go func() { errs <- server.ServeTLS(ln, "", "") }()
+	select {
+	case <-ctx.Done():
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = server.Shutdown(shutdownCtx)
+		return nil
+	case err := <-errs:
+		return fmt.Errorf("listener: %w", err)
+	}
+}
+
+func (l *Listener) server() *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle(report.ReportPath, l.instrument(report.ReportPath, l.serveReport))
+	mux.Handle(report.HeartbeatPath, l.instrument(report.HeartbeatPath, l.serveHeartbeat))
+	return &http.Server{
+		Handler: mux,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS13,
+			ClientAuth:     tls.RequireAndVerifyClientCert,
+			ClientCAs:      l.opts.ClientCAs,
+			GetCertificate: l.opts.GetCertificate,
+		},
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          log.New(handshakeCounter{l.log}, "", 0),
+	}
+}
+
+// handlerFunc answers a request and returns the status it answered with.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, runtimeID string) int
+
+func (l *Listener) instrument(path string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		InFlight.Inc()
+		defer InFlight.Dec()
+		code := l.authenticate(w, r, h)
+		Requests.WithLabelValues(path, strconv.Itoa(code)).Inc()
+		Latency.WithLabelValues(path).Observe(time.Since(start).Seconds())
+	})
+}
+
+// authenticate takes the runtime id from the verified client certificate.
+func (l *Listener) authenticate(w http.ResponseWriter, r *http.Request, h handlerFunc) int {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return reply(w, http.StatusMethodNotAllowed, "use POST")
+	}
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return reply(w, http.StatusUnauthorized, "no verified client certificate")
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	if time.Now().After(leaf.NotAfter) {
+		Rejected.WithLabelValues(ReasonCertificateExpired).Inc()
+		return reply(w, http.StatusUnauthorized, "client certificate expired")
+	}
+	runtimeID := leaf.Subject.CommonName
+	if runtimeID == "" {
+		Rejected.WithLabelValues(ReasonUnknownRuntime).Inc()
+		return reply(w, http.StatusForbidden, "client certificate names no runtime")
+	}
+	return h(w, r, runtimeID)
+}
+
+func (l *Listener) serveHeartbeat(w http.ResponseWriter, r *http.Request, runtimeID string) int {
+	kymas, err := l.opts.Kymas.KymasOf(r.Context(), runtimeID)
+	if err != nil {
+		Rejected.WithLabelValues(ReasonLookup).Inc()
+		l.log.Error(err, "Looking up the Kymas of a runtime", "runtimeID", runtimeID)
+		return reply(w, http.StatusServiceUnavailable, "lookup failed")
+	}
+	if len(kymas) == 0 {
+		Rejected.WithLabelValues(ReasonUnknownRuntime).Inc()
+		return reply(w, http.StatusForbidden, ReasonUnknownRuntime)
+	}
+	l.opts.Health.Seen(runtimeID, time.Now())
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent
+}
+
+func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID string) int {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, l.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			Rejected.WithLabelValues(ReasonTooLarge).Inc()
+			l.log.Info("Refused an oversize report", "runtimeID", runtimeID, "limit", l.opts.MaxBodyBytes)
+			return reply(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a report is at most %d bytes", l.opts.MaxBodyBytes))
+		}
+		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		return reply(w, http.StatusBadRequest, "reading the body failed")
+	}
+	rep := &report.Report{}
+	if err := json.Unmarshal(body, rep); err != nil {
+		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		return reply(w, http.StatusBadRequest, "the body is not a report")
+	}
+	if err := Validate(rep); err != nil {
+		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		return reply(w, http.StatusBadRequest, err.Error())
+	}
+
+	kymas, err := l.opts.Kymas.KymasOf(r.Context(), runtimeID)
+	if err != nil {
+		Rejected.WithLabelValues(ReasonLookup).Inc()
+		l.log.Error(err, "Looking up the Kymas of a runtime", "runtimeID", runtimeID)
+		return reply(w, http.StatusServiceUnavailable, "lookup failed")
+	}
+	targets, reason := Authorize(rep, kymas)
+	if reason != "" {
+		Rejected.WithLabelValues(reason).Inc()
+		l.log.Info("Refused a report", "reason", reason, "runtimeID", runtimeID, "kyma", rep.Kyma, "id", rep.ID)
+		return reply(w, http.StatusForbidden, reason)
+	}
+	l.opts.Health.Seen(runtimeID, time.Now())
+
+	timer := time.NewTimer(l.opts.EnqueueTimeout)
+	defer timer.Stop()
+	for _, kyma := range targets {
+		ev := event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
+		ev.Object.Namespace, ev.Object.Name = kyma.Namespace, kyma.Name
+		select {
+		case l.opts.Requeue <- ev:
+		case <-timer.C:
+			Rejected.WithLabelValues(ReasonBusy).Inc()
+			return reply(w, http.StatusServiceUnavailable, "the Kyma queue is busy; retry")
+		case <-r.Context().Done():
+			return reply(w, http.StatusServiceUnavailable, "cancelled")
+		}
+	}
+	ReportsAccepted.Inc()
+	l.scheduleRechecks(targets)
+	l.log.V(1).Info("Report accepted", "id", rep.ID, "runtimeID", runtimeID, "kyma", rep.Kyma,
+		"operation", rep.Operation, "object", rep.Object.Key(), "changedAt", rep.ChangedAt)
+	return reply(w, http.StatusAccepted, "")
+}
+
+// scheduleRechecks requeues the Kymas once more after RecheckAfter, unless a
+// recheck of them is pending already.
+func (l *Listener) scheduleRechecks(kymas []types.NamespacedName) {
+	if l.opts.RecheckAfter <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, kyma := range kymas {
+		if l.rechecks[kyma] {
+			continue
+		}
+		l.rechecks[kyma] = true
+		time.AfterFunc(l.opts.RecheckAfter, func() {
+			l.mu.Lock()
+			delete(l.rechecks, kyma)
+			ctx := l.ctx
+			l.mu.Unlock()
+			ev := event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
+			ev.Object.Namespace, ev.Object.Name = kyma.Namespace, kyma.Name
+			select {
+			case l.opts.Requeue <- ev:
+				Rechecks.Inc()
+			case <-ctx.Done():
+			}
+		})
+	}
+}
+
+// Validate checks that a report identifies what changed.
+func Validate(rep *report.Report) error {
+	switch rep.Operation {
+	case "CREATE", "UPDATE", "DELETE":
+	default:
+		return fmt.Errorf("operation %q is not CREATE, UPDATE or DELETE", rep.Operation)
+	}
+	if rep.Object.Version == "" || rep.Object.Kind == "" || rep.Object.Name == "" {
+		return errors.New("the report does not identify the object (version, kind and name are required)")
+	}
+	return nil
+}
+
+// Authorize decides which of the runtime's Kymas a report requeues: the one
+// it names, or all of them when it names none. It refuses a runtime that no
+// Kyma carries and a report naming a Kyma the runtime does not own; reason
+// is then a Rejected reason.
+func Authorize(rep *report.Report, runtimeKymas []types.NamespacedName) (targets []types.NamespacedName, reason string) {
+	if len(runtimeKymas) == 0 {
+		return nil, ReasonUnknownRuntime
+	}
+	if rep.Kyma == "" {
+		return runtimeKymas, ""
+	}
+	i := slices.IndexFunc(runtimeKymas, func(k types.NamespacedName) bool { return k.Name == rep.Kyma })
+	if i < 0 {
+		return nil, ReasonRuntimeMismatch
+	}
+	return runtimeKymas[i : i+1], ""
+}
+
+func reply(w http.ResponseWriter, code int, msg string) int {
+	if msg == "" {
+		w.WriteHeader(code)
+		return code
+	}
+	http.Error(w, msg, code)
+	return code
+}
+
+// handshakeCounter receives net/http's server error log; handshake failures
+// (untrusted or missing client certificate, old TLS versions) only show
+// there, so it counts them.
+type handshakeCounter struct{ log logr.Logger }
+
+func (h handshakeCounter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	if strings.Contains(msg, "TLS handshake error") {
+		Rejected.WithLabelValues(ReasonTLSHandshake).Inc()
+	}
+	h.log.V(1).Info(msg)
+	return len(p), nil
+}

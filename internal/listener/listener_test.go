@@ -1,0 +1,302 @@
+package listener_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+)
+
+var (
+	kymaA = types.NamespacedName{Namespace: "kcp-system", Name: "kyma-a"}
+	kymaB = types.NamespacedName{Namespace: "kcp-system", Name: "kyma-b"}
+)
+
+type fleet map[string][]types.NamespacedName
+
+func (f fleet) KymasOf(_ context.Context, id string) ([]types.NamespacedName, error) {
+	return f[id], nil
+}
+
+type env struct {
+	addr    string
+	ca      *pki.CA
+	health  *listener.Health
+	requeue chan event.TypedGenericEvent[*v1beta2.Kyma]
+}
+
+func start(t *testing.T, recheck ...time.Duration) *env {
+	t.Helper()
+	g := NewWithT(t)
+	ca, err := pki.NewCA("test", time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	e := &env{addr: ln.Addr().String(), ca: ca, health: listener.NewHealth(time.Minute),
+		requeue: make(chan event.TypedGenericEvent[*v1beta2.Kyma], 16)}
+	_ = ln.Close()
+	l, err := listener.New(listener.Options{
+		Address:        e.addr,
+		ClientCAs:      ca.Pool(),
+		GetCertificate: pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
+		Kymas:          fleet{"runtime-a": {kymaA}, "runtime-b": {kymaB}},
+		Requeue:        e.requeue,
+		Health:         e.health,
+		MaxBodyBytes:   4096,
+		RecheckAfter:   append(recheck, 0)[0],
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		g.Expect(<-done).To(Succeed())
+	})
+	g.Eventually(func() error {
+		c, err := net.Dial("tcp", e.addr)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err
+	}, 5*time.Second, 10*time.Millisecond).Should(Succeed())
+	return e
+}
+
+// client reports as runtimeID with a certificate from ca, trusting e's CA.
+func (e *env) client(t *testing.T, ca *pki.CA, runtimeID string, version uint16) *http.Client {
+	t.Helper()
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: version, RootCAs: e.ca.Pool()}
+	if ca != nil {
+		kp, err := ca.Issue(pki.Request{CommonName: runtimeID, Usage: pki.ClientAuth, Validity: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+}
+
+func (e *env) post(c *http.Client, method, path string, body []byte) (int, string, error) {
+	req, err := http.NewRequest(method, "https://"+e.addr+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(msg)), nil
+}
+
+func body(kyma string) []byte {
+	b, _ := json.Marshal(report.Report{ID: "r1", Kyma: kyma, Operation: "UPDATE", ChangedAt: time.Now(),
+		Object: report.ObjectRef{Group: "operator.kyma-project.io", Version: "v1beta2", Kind: "Kyma", Namespace: "kyma-system", Name: "default"}})
+	return b
+}
+
+func value(c prometheus.Collector) float64 {
+	ch := make(chan prometheus.Metric, 16)
+	go func() { c.Collect(ch); close(ch) }()
+	sum := 0.0
+	for m := range ch {
+		pb := &dto.Metric{}
+		if m.Write(pb) == nil {
+			sum += pb.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+func TestListenerAcceptsOnlyItsRuntimesReports(t *testing.T) {
+	e := start(t)
+	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
+	tests := []struct {
+		name    string
+		client  *http.Client
+		method  string
+		path    string
+		body    []byte
+		code    int
+		reason  string
+		requeue []types.NamespacedName
+	}{
+		{name: "own Kyma", client: a, body: body("kyma-a"), code: http.StatusAccepted, requeue: []types.NamespacedName{kymaA}},
+		{name: "no Kyma named: all of the runtime's", client: a, body: body(""), code: http.StatusAccepted, requeue: []types.NamespacedName{kymaA}},
+		{name: "another runtime's Kyma", client: a, body: body("kyma-b"), code: http.StatusForbidden, reason: listener.ReasonRuntimeMismatch},
+		{name: "a runtime no Kyma has", client: e.client(t, e.ca, "runtime-x", tls.VersionTLS13), body: body("kyma-a"), code: http.StatusForbidden, reason: listener.ReasonUnknownRuntime},
+		{name: "a certificate without runtime id", client: e.client(t, e.ca, " ", tls.VersionTLS13), body: body("kyma-a"), code: http.StatusForbidden, reason: listener.ReasonUnknownRuntime},
+		{name: "over the size limit", client: a, body: append(body("kyma-a"), bytes.Repeat([]byte(" "), 5000)...), code: http.StatusRequestEntityTooLarge, reason: listener.ReasonTooLarge},
+		{name: "not JSON", client: a, body: []byte("{"), code: http.StatusBadRequest, reason: listener.ReasonMalformed},
+		{name: "no object", client: a, body: []byte(`{"operation":"UPDATE"}`), code: http.StatusBadRequest, reason: listener.ReasonMalformed},
+		{name: "GET", client: a, method: http.MethodGet, code: http.StatusMethodNotAllowed},
+		{name: "heartbeat", client: a, path: report.HeartbeatPath, code: http.StatusNoContent},
+		{name: "heartbeat of an unknown runtime", client: e.client(t, e.ca, "runtime-x", tls.VersionTLS13), path: report.HeartbeatPath, code: http.StatusForbidden, reason: listener.ReasonUnknownRuntime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			method, path := tt.method, tt.path
+			if method == "" {
+				method = http.MethodPost
+			}
+			if path == "" {
+				path = report.ReportPath
+			}
+			var before float64
+			if tt.reason != "" {
+				before = value(listener.Rejected.WithLabelValues(tt.reason))
+			}
+			code, msg, err := e.post(tt.client, method, path, tt.body)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(code).To(Equal(tt.code), msg)
+			if tt.reason != "" {
+				g.Expect(value(listener.Rejected.WithLabelValues(tt.reason))).To(Equal(before + 1))
+			}
+			var got []types.NamespacedName
+			for len(e.requeue) > 0 {
+				ev := <-e.requeue
+				got = append(got, types.NamespacedName{Namespace: ev.Object.Namespace, Name: ev.Object.Name})
+			}
+			g.Expect(got).To(Equal(tt.requeue))
+		})
+	}
+	// Both accepted reports and the heartbeat count as contact.
+	if e.health.Silent("runtime-a", time.Now().Add(59*time.Second)) {
+		t.Fatal("runtime-a is silent although it just reported")
+	}
+}
+
+func TestListenerRefusesUntrustedConnections(t *testing.T) {
+	e := start(t)
+	other, err := pki.NewCA("other", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		client *http.Client
+	}{
+		{name: "certificate of another CA", client: e.client(t, other, "runtime-a", tls.VersionTLS13)},
+		{name: "no client certificate", client: e.client(t, nil, "", tls.VersionTLS13)},
+		{name: "TLS 1.2", client: e.client(t, e.ca, "runtime-a", tls.VersionTLS12)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			before := value(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake))
+			_, _, err := e.post(tt.client, http.MethodPost, report.ReportPath, body("kyma-a"))
+			g.Expect(err).To(HaveOccurred())
+			g.Eventually(func() float64 { return value(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake)) }, 5*time.Second, 10*time.Millisecond).
+				Should(BeNumerically(">", before))
+			g.Expect(e.requeue).To(BeEmpty())
+		})
+	}
+}
+
+func TestListenerAnswersBusyWhenTheQueueDoesNotTake(t *testing.T) {
+	g := NewWithT(t)
+	e := start(t)
+	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
+	// Fill the requeue channel; nobody drains it.
+	for range cap(e.requeue) {
+		e.requeue <- event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
+	}
+	before := value(listener.Rejected.WithLabelValues(listener.ReasonBusy))
+	code, _, err := e.post(a, http.MethodPost, report.ReportPath, body("kyma-a"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusServiceUnavailable), "the agent must retry")
+	g.Expect(value(listener.Rejected.WithLabelValues(listener.ReasonBusy))).To(Equal(before + 1))
+}
+
+// A reported Kyma is requeued at once and once more after the recheck
+// delay, which catches a change the runtime stored only after the first
+// reconcile read it; reports in between share one recheck.
+func TestListenerRechecksOncePerPeriod(t *testing.T) {
+	g := NewWithT(t)
+	e := start(t, 300*time.Millisecond)
+	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
+	rechecks := value(listener.Rechecks)
+	for range 3 {
+		code, msg, err := e.post(a, http.MethodPost, report.ReportPath, body("kyma-a"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusAccepted), msg)
+	}
+	g.Expect(e.requeue).To(HaveLen(3), "each report requeues at once")
+	for range 3 {
+		<-e.requeue
+	}
+	g.Eventually(e.requeue, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", "kyma-a")))
+	g.Consistently(e.requeue, 600*time.Millisecond, 10*time.Millisecond).ShouldNot(Receive())
+	g.Expect(value(listener.Rechecks)).To(Equal(rechecks + 1))
+}
+
+func TestAuthorize(t *testing.T) {
+	both := []types.NamespacedName{kymaA, kymaB}
+	tests := []struct {
+		name   string
+		kyma   string
+		kymas  []types.NamespacedName
+		want   []types.NamespacedName
+		reason string
+	}{
+		{name: "named own Kyma", kyma: "kyma-a", kymas: both, want: []types.NamespacedName{kymaA}},
+		{name: "no name: all", kyma: "", kymas: both, want: both},
+		{name: "foreign Kyma", kyma: "kyma-c", kymas: both, reason: listener.ReasonRuntimeMismatch},
+		{name: "no Kyma for the runtime", kyma: "kyma-a", kymas: nil, reason: listener.ReasonUnknownRuntime},
+		{name: "no Kyma, none named", kyma: "", kymas: nil, reason: listener.ReasonUnknownRuntime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := listener.Authorize(&report.Report{Kyma: tt.kyma}, tt.kymas)
+			if reason != tt.reason {
+				t.Fatalf("reason %q, want %q", reason, tt.reason)
+			}
+			NewWithT(t).Expect(got).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestHealthSilence(t *testing.T) {
+	h := listener.NewHealth(10 * time.Second)
+	now := time.Now()
+	if h.Silent("never-seen", now) {
+		t.Fatal("a runtime is silent before the grace period after start is over")
+	}
+	if !h.Silent("never-seen", now.Add(11*time.Second)) {
+		t.Fatal("a runtime never heard from is not silent after the timeout")
+	}
+	h.Seen("a", now.Add(5*time.Second))
+	h.Seen("a", now.Add(time.Second)) // older contact does not move it back
+	if h.Silent("a", now.Add(14*time.Second)) {
+		t.Fatal("a runtime heard from 9s ago is silent")
+	}
+	if !h.Silent("a", now.Add(16*time.Second)) {
+		t.Fatal("a runtime heard from 11s ago is not silent")
+	}
+	var nilHealth *listener.Health
+	nilHealth.Seen("a", now) // a listener without health tracking must not panic
+}

@@ -1,0 +1,263 @@
+package operator
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
+	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+)
+
+// WatcherOptions configure the runtime watcher (SPEC R9): the listener, the
+// PKI and the agents in runtimes. The zero value disables the watcher, so
+// that DefaultOptions and the tests of other features run without it; the
+// binary's flags (BindFlags) enable it.
+type WatcherOptions struct {
+	// ListenerAddress is the listener's HTTPS address; "" or "0" disables the
+	// watcher altogether.
+	ListenerAddress string
+	// ListenerURL is how agents in runtimes reach the listener; by default
+	// https://<first of ListenerNames>:<port of ListenerAddress>.
+	ListenerURL string
+	// ListenerNames are the DNS names and IPs of the listener's serving
+	// certificate.
+	ListenerNames []string
+
+	// PKINamespace holds the CA and the runtimes' credentials; only the
+	// operator should be able to read it (docs/watcher.md).
+	PKINamespace string
+	// CASecret names the CA's Secret in PKINamespace.
+	CASecret string
+	// CAValidity is the lifetime of a newly created CA.
+	CAValidity time.Duration
+	// CertValidity is the lifetime of runtime and listener certificates.
+	CertValidity time.Duration
+	// RenewFraction renews a certificate when less than this fraction of its
+	// lifetime is left.
+	RenewFraction float64
+
+	// AgentImage is the runtime-watcher image rendered into runtimes.
+	AgentImage string
+	// LocalAgentURL, when set and returning a URL for a Kyma, says that the
+	// Kyma's agent runs outside its runtime at that base URL (tests, the dev
+	// environment): the runtime's webhook calls it there.
+	LocalAgentURL func(*v1beta2.Kyma) string
+
+	// NoDefaultWatcher stops the default Watcher from being created at start
+	// when absent.
+	NoDefaultWatcher bool
+	// PausedSelector is a label selector of Kymas whose reporting is paused,
+	// in addition to the watcher-paused label.
+	PausedSelector string
+
+	// SilenceTimeout is how long without a report or heartbeat makes a
+	// runtime silent; FallbackInterval is how often silent runtimes' Kymas
+	// are then requeued.
+	SilenceTimeout   time.Duration
+	FallbackInterval time.Duration
+	// RecheckAfter requeues a reported Kyma once more this long after the
+	// report, in case its first reconcile read the runtime just before the
+	// change was stored; negative disables it.
+	RecheckAfter time.Duration
+	// Resync is how often each runtime's agent resources are checked.
+	Resync time.Duration
+	// Concurrency is how many runtimes' agents are reconciled at once.
+	Concurrency int
+}
+
+// DefaultWatcherOptions are the watcher's defaults when it is enabled.
+func DefaultWatcherOptions() WatcherOptions {
+	return WatcherOptions{
+		ListenerAddress:  ":8443",
+		PKINamespace:     "lifecycle-manager-pki",
+		CASecret:         "watcher-ca",
+		CAValidity:       10 * 365 * 24 * time.Hour,
+		CertValidity:     30 * 24 * time.Hour,
+		RenewFraction:    pki.DefaultRenewFraction,
+		AgentImage:       "ghcr.io/runtime-fleet/runtime-watcher:latest",
+		SilenceTimeout:   90 * time.Second,
+		FallbackInterval: time.Minute,
+		RecheckAfter:     2 * time.Second,
+		Resync:           10 * time.Minute,
+		Concurrency:      4,
+	}
+}
+
+// BindFlags registers the watcher's flags with their defaults.
+func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
+	*o = DefaultWatcherOptions()
+	fs.StringVar(&o.ListenerAddress, "listener-address", o.ListenerAddress, "HTTPS address of the runtime watcher's listener; 0 disables the runtime watcher.")
+	fs.StringVar(&o.ListenerURL, "listener-url", o.ListenerURL, "URL agents in runtimes reach the listener at (default https://<first listener name>:<port>).")
+	fs.Func("listener-names", "Comma-separated DNS names and IPs of the listener's certificate (default lifecycle-manager-listener.<namespace>.svc).", func(s string) error {
+		o.ListenerNames = strings.Split(s, ",")
+		return nil
+	})
+	fs.StringVar(&o.PKINamespace, "watcher-pki-namespace", o.PKINamespace, "Protected namespace of the watcher CA and the runtimes' certificates.")
+	fs.StringVar(&o.CASecret, "watcher-ca-secret", o.CASecret, "Name of the watcher CA's Secret.")
+	fs.DurationVar(&o.CAValidity, "watcher-ca-validity", o.CAValidity, "Lifetime of a newly created watcher CA.")
+	fs.DurationVar(&o.CertValidity, "watcher-cert-validity", o.CertValidity, "Lifetime of runtime and listener certificates.")
+	fs.Float64Var(&o.RenewFraction, "watcher-cert-renew-fraction", o.RenewFraction, "Renew a certificate when less than this fraction of its lifetime is left.")
+	fs.StringVar(&o.AgentImage, "watcher-agent-image", o.AgentImage, "runtime-watcher image installed into runtimes.")
+	fs.BoolVar(&o.NoDefaultWatcher, "watcher-no-default", o.NoDefaultWatcher, "Do not create the default Watcher (runtime Kymas' spec) at start when absent.")
+	fs.StringVar(&o.PausedSelector, "watcher-paused-selector", o.PausedSelector, "Label selector of Kymas whose runtime reporting is paused.")
+	fs.DurationVar(&o.SilenceTimeout, "watcher-silence-timeout", o.SilenceTimeout, "Time without reports or heartbeats after which a runtime's Kyma is reconciled every --watcher-fallback-interval.")
+	fs.DurationVar(&o.FallbackInterval, "watcher-fallback-interval", o.FallbackInterval, "Requeue interval of Kymas whose runtime went silent.")
+	fs.DurationVar(&o.RecheckAfter, "listener-recheck-after", o.RecheckAfter, "Requeue a reported Kyma once more this long after the report (the first reconcile may read the runtime just before the change is stored); negative disables.")
+	fs.DurationVar(&o.Resync, "watcher-resync", o.Resync, "How often each runtime's agent resources are checked for drift.")
+}
+
+func (o WatcherOptions) enabled() bool {
+	return o.ListenerAddress != "" && o.ListenerAddress != "0"
+}
+
+// withDefaults fills zero fields from DefaultWatcherOptions, so that callers
+// (tests, dev environment) set only what they change.
+func (o WatcherOptions) withDefaults(namespace string) WatcherOptions {
+	d := DefaultWatcherOptions()
+	setDefault(&o.PKINamespace, d.PKINamespace)
+	setDefault(&o.CASecret, d.CASecret)
+	setDefault(&o.CAValidity, d.CAValidity)
+	setDefault(&o.CertValidity, d.CertValidity)
+	setDefault(&o.RenewFraction, d.RenewFraction)
+	setDefault(&o.AgentImage, d.AgentImage)
+	setDefault(&o.SilenceTimeout, d.SilenceTimeout)
+	setDefault(&o.FallbackInterval, d.FallbackInterval)
+	setDefault(&o.RecheckAfter, d.RecheckAfter)
+	setDefault(&o.Resync, d.Resync)
+	setDefault(&o.Concurrency, d.Concurrency)
+	if len(o.ListenerNames) == 0 {
+		o.ListenerNames = []string{"lifecycle-manager-listener." + namespace + ".svc", "localhost", "127.0.0.1"}
+	}
+	if o.ListenerURL == "" {
+		o.ListenerURL = "https://" + net.JoinHostPort(o.ListenerNames[0], strconv.Itoa(o.listenerPort()))
+	}
+	return o
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+func (o WatcherOptions) listenerPort() int {
+	_, port, err := net.SplitHostPort(o.ListenerAddress)
+	if err != nil {
+		return 8443
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return 8443
+	}
+	return p
+}
+
+// setupWatcher wires the runtime watcher into mgr: the CA, the listener and
+// its fallback, the agent and Watcher controllers and the default Watcher. It
+// returns the sources through which the Kyma controller learns of reported
+// changes (none when the watcher is disabled).
+func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *runtime.Clients) ([]source.Source, error) {
+	if !opts.Watcher.enabled() {
+		return nil, nil
+	}
+	w := opts.Watcher.withDefaults(opts.Namespace)
+	paused, err := labels.Parse(w.PausedSelector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the paused selector %q: %w", w.PausedSelector, err)
+	}
+
+	// The PKI namespace is outside the manager's cache, on purpose: its
+	// Secrets are read by these reconcilers only, straight from the API.
+	pkiClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the PKI client: %w", err)
+	}
+	ca, err := pki.EnsureCA(ctx, pkiClient, w.PKINamespace, w.CASecret, w.CAValidity)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := listener.IndexRuntimeID(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("indexing Kymas by runtime id: %w", err)
+	}
+	requeue := make(chan event.TypedGenericEvent[*v1beta2.Kyma], 1024)
+	health := listener.NewHealth(w.SilenceTimeout)
+	var dnsNames []string
+	var ips []net.IP
+	for _, name := range w.ListenerNames {
+		if ip := net.ParseIP(name); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dnsNames = append(dnsNames, name)
+		}
+	}
+	l, err := listener.New(listener.Options{
+		Address:   w.ListenerAddress,
+		ClientCAs: ca.Pool(),
+		GetCertificate: pki.NewServingCertificate(ca, pki.Request{
+			CommonName: "lifecycle-manager-listener", DNSNames: dnsNames, IPs: ips, Validity: w.CertValidity,
+		}, w.RenewFraction).GetCertificate,
+		Kymas:        listener.CacheLookup{Reader: mgr.GetClient(), Namespace: opts.Namespace},
+		Requeue:      requeue,
+		Health:       health,
+		RecheckAfter: w.RecheckAfter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	watched := func(kyma *v1beta2.Kyma) bool {
+		return kyma.Labels[v1beta2.SkipReconciliationLabel] != "true" && !watcher.Paused(kyma, paused)
+	}
+	if err := mgr.Add(l); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&listener.Fallback{
+		Reader: mgr.GetClient(), Namespace: opts.Namespace, Health: health,
+		Interval: w.FallbackInterval, Watched: watched, Requeue: requeue,
+	}); err != nil {
+		return nil, err
+	}
+
+	if err := (&watcher.AgentReconciler{
+		Client:    mgr.GetClient(),
+		PKIClient: pkiClient,
+		Runtimes:  runtimes,
+		CA:        ca,
+		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
+		Options: watcher.AgentOptions{
+			Namespace: opts.Namespace, PKINamespace: w.PKINamespace, SyncNamespace: opts.SyncNamespace,
+			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
+			ListenerURL: w.ListenerURL, Image: w.AgentImage, LocalURL: w.LocalAgentURL,
+			Paused: paused, Resync: w.Resync,
+		},
+	}).SetupWithManager(mgr, watcher.SetupOptions{
+		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,
+	}); err != nil {
+		return nil, fmt.Errorf("setting up the watcher agent controller: %w", err)
+	}
+	if err := (&watcher.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Watcher controller: %w", err)
+	}
+	if !w.NoDefaultWatcher {
+		if err := mgr.Add(watcher.CreateDefault(mgr.GetClient(), watcher.DefaultWatcher(opts.Namespace, int64(w.listenerPort())))); err != nil {
+			return nil, err
+		}
+	}
+	return []source.Source{source.Channel(requeue, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})}, nil
+}

@@ -1,0 +1,197 @@
+// Package watcher tests the runtime watcher end to end (SPEC R9): the whole
+// operator in-process against a real control plane and a real runtime,
+// whose kube-apiserver calls a real runtime-watcher agent (in-process, on
+// loopback, registered by URL) over TLS, which reports over mutual TLS to
+// the operator's listener. The benchmarks measure the latency from a change
+// in a runtime to the start of the control plane's reconcile, and the
+// listener's throughput.
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+)
+
+const (
+	kcpNamespace = "kcp-system"
+	pkiNamespace = "watcher-pki"
+
+	// configMapWatcher watches ConfigMaps labelled watchLabel=watchValue in
+	// runtimes, next to the default Watcher (runtime Kymas' spec).
+	configMapWatcher = "configmaps"
+	watchLabel       = "watcher-test"
+	watchValue       = "yes"
+
+	// Timing of the operator under test. Ready and Error intervals are an
+	// hour so that nothing but a report (or the fallback) reconciles a Kyma
+	// during a test: a Kyma that reacts within seconds was requeued by the
+	// watcher.
+	silenceTimeout   = 3 * time.Second
+	fallbackInterval = time.Second
+	heartbeat        = 500 * time.Millisecond
+	recheckAfter     = 500 * time.Millisecond
+	// certValidity is short so that certificates rotate every ~14 s during
+	// the tests (renewal when half the lifetime is left).
+	certValidity  = 30 * time.Second
+	renewFraction = 0.5
+)
+
+var env struct {
+	kcp       *testcluster.ControlPlane
+	runtime   *testcluster.Runtime
+	kcpClient client.Client
+	rtClient  client.Client
+	// listenerAddr is the operator's listener.
+	listenerAddr string
+
+	mu sync.Mutex
+	// agentURLs are the webhook base URLs of in-process agents by Kyma.
+	agentURLs map[string]string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("E2E_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		env.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		env.runtime, err = testcluster.StartRuntime(gctx, testcluster.RuntimeOptions{})
+		return err
+	})
+	err := g.Wait()
+	defer func() {
+		if env.runtime != nil {
+			_ = env.runtime.Stop()
+		}
+		if env.kcp != nil {
+			_ = env.kcp.Stop()
+		}
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		return 1
+	}
+	fmt.Printf("watcher e2e: control plane and runtime started in %s\n", time.Since(start).Round(10*time.Millisecond))
+
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if env.kcpClient, err = client.New(env.kcp.Config(), client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if env.rtClient, err = client.New(env.runtime.Config(), client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := env.kcpClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kcpNamespace}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := env.kcpClient.Create(ctx, &v1beta2.Watcher{
+		ObjectMeta: metav1.ObjectMeta{Name: configMapWatcher, Namespace: kcpNamespace},
+		Spec: v1beta2.WatcherSpec{
+			ServiceInfo:     v1beta2.Service{Name: "lifecycle-manager-listener", Namespace: kcpNamespace, Port: 8443},
+			LabelsToWatch:   map[string]string{watchLabel: watchValue},
+			ResourceToWatch: v1beta2.WatchableGVR{Version: "v1", Resource: "configmaps"},
+			Field:           v1beta2.SpecField,
+		},
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	env.agentURLs = map[string]string{}
+	env.listenerAddr, err = freeAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := operator.DefaultOptions()
+	opts.Config = env.kcp.Config()
+	opts.Namespace = kcpNamespace
+	opts.MetricsAddr = "0"
+	opts.HealthProbeAddr = "0"
+	opts.Intervals = requeue.Intervals{Ready: time.Hour, Processing: 300 * time.Millisecond, Error: time.Hour, Warning: time.Hour, Jitter: 0.1}
+	opts.BaseBackoff = 200 * time.Millisecond
+	opts.MaxBackoff = 2 * time.Second
+	opts.Watcher = operator.WatcherOptions{
+		ListenerAddress:  env.listenerAddr,
+		PKINamespace:     pkiNamespace,
+		CertValidity:     certValidity,
+		RenewFraction:    renewFraction,
+		SilenceTimeout:   silenceTimeout,
+		FallbackInterval: fallbackInterval,
+		RecheckAfter:     recheckAfter,
+		LocalAgentURL: func(kyma *v1beta2.Kyma) string {
+			env.mu.Lock()
+			defer env.mu.Unlock()
+			return env.agentURLs[kyma.Name]
+		},
+	}
+	mgr, err := operator.New(ctx, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+		return 1
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "operator stopped:", err)
+		}
+	}()
+	return m.Run()
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
