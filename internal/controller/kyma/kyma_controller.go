@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +22,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
 // Pinner turns a content link into a digest-pinned one, so that every runtime
@@ -79,10 +79,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	base := kyma.DeepCopy()
 	if r.Pause.Paused(kyma) {
 		setPaused(kyma)
-		return ctrl.Result{}, r.patchStatus(ctx, base, kyma)
+		return ctrl.Result{}, statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus)
 	}
 	result, reconcileErr := r.reconcile(ctx, kyma)
-	if err := r.patchStatus(ctx, base, kyma); err != nil {
+	if err := statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
 	metrics.CountRequeue("kyma", kyma.Status.State, reconcileErr)
@@ -198,7 +198,7 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Res
 			}
 		}
 		setDeleting(kyma, existing)
-		if err := r.patchStatus(ctx, base, kyma); err != nil {
+		if err := statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus); err != nil {
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
@@ -268,18 +268,7 @@ func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *
 	return nil
 }
 
-func (r *Reconciler) patchStatus(ctx context.Context, base, kyma *v1beta2.Kyma) error {
-	if equality.Semantic.DeepEqual(base.Status, kyma.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, kyma, client.MergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
+func kymaStatus(k *v1beta2.Kyma) any { return &k.Status }
 
 func (r *Reconciler) event(kyma *v1beta2.Kyma, eventType, reason, note string) {
 	if r.Recorder != nil {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +24,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
 // UnmanageAnnotation is set to "true" by the Kyma controller before it
@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	base := manifest.DeepCopy()
 	result, reconcileErr := r.reconcile(ctx, manifest)
-	if err := r.patchStatus(ctx, base, manifest); err != nil {
+	if err := statuspatch.IfChanged(ctx, r.Client, base, manifest, manifestStatus); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
 	metrics.CountRequeue("manifest", manifest.Status.State, reconcileErr)
@@ -178,7 +178,7 @@ func (r *Reconciler) finalize(ctx context.Context, manifest *v1beta2.Manifest) (
 	base := manifest.DeepCopy()
 	result, err := r.uninstall(ctx, manifest)
 	if err != nil || !result.IsZero() {
-		return result, errors.Join(err, r.patchStatus(ctx, base, manifest))
+		return result, errors.Join(err, statuspatch.IfChanged(ctx, r.Client, base, manifest, manifestStatus))
 	}
 	patch := client.MergeFrom(manifest.DeepCopy())
 	controllerutil.RemoveFinalizer(manifest, v1beta2.ManifestFinalizer)
@@ -251,18 +251,7 @@ func (r *Reconciler) cluster(ctx context.Context, manifest *v1beta2.Manifest) (*
 	return r.Runtimes.Get(ctx, name)
 }
 
-func (r *Reconciler) patchStatus(ctx context.Context, base, manifest *v1beta2.Manifest) error {
-	if equality.Semantic.DeepEqual(base.Status, manifest.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, manifest, client.MergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
+func manifestStatus(m *v1beta2.Manifest) any { return &m.Status }
 
 func (r *Reconciler) event(manifest *v1beta2.Manifest, eventType, reason, note string) {
 	if r.Recorder != nil {
