@@ -2,6 +2,7 @@ package v1beta2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Kyma stands for one runtime: the modules it should have and how they are
@@ -97,6 +98,14 @@ type Module struct {
 	// Debug turns debug mode on for this module unless the Kyma sets it.
 	// +optional
 	Debug *bool `json:"debug,omitempty"`
+
+	// Values override, key by key, the values of a module packaged as a
+	// Helm chart (the ModuleTemplate's spec.data.spec); ignored for other
+	// modules.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Values *runtime.RawExtension `json:"values,omitempty"`
 }
 
 // KymaStatus is what the operator observed of a runtime's modules.

@@ -1,6 +1,7 @@
 // Package listener is the control plane's end of the runtime watcher: an
 // HTTPS endpoint that accepts reports from runtime agents over mutual TLS and
-// requeues the Kyma a report is for at once (SPEC R9).
+// requeues the Kyma a report is for at once (SPEC R9), and, when the changed
+// object is a module resource, that module's Manifest.
 //
 // Trust: a connection is accepted only with a client certificate issued by
 // the watcher CA (internal/pki), over TLS 1.3. The certificate's subject
@@ -49,19 +50,34 @@ type Options struct {
 	// Requeue receives the Kymas to reconcile; the Kyma controller reads it
 	// through a source.Channel.
 	Requeue chan<- event.TypedGenericEvent[*v1beta2.Kyma]
+	// Manifests finds the Manifest of a Kyma's module, and ManifestRequeue
+	// receives the Manifests to reconcile (the Manifest controller reads it
+	// through a source.Channel): a report about a module resource, one that
+	// carries the module label, requeues that module's Manifest too, so that
+	// drift in the runtime is corrected at once. Both nil leaves Manifests to
+	// their periodic reconcile.
+	Manifests       ManifestLookup
+	ManifestRequeue chan<- event.TypedGenericEvent[*v1beta2.Manifest]
 	// Health records when each runtime was last heard from; may be nil.
 	Health *Health
 	// MaxBodyBytes bounds a request body (report.MaxBytes when 0).
 	MaxBodyBytes int64
-	// EnqueueTimeout bounds the wait for the Kyma queue before answering 503
-	// (1s when 0).
+	// EnqueueTimeout bounds the wait for the Kyma and Manifest queues before
+	// answering 503 (1s when 0).
 	EnqueueTimeout time.Duration
-	// RecheckAfter requeues a reported Kyma once more this long after the
-	// report; 0 or less disables it. Admission runs before the runtime's API server
-	// stores a change, so the first reconcile may read the object just
-	// before it changes; the recheck reads it after. At most one recheck per
-	// Kyma is pending, so it costs at most one reconcile per Kyma per period.
+	// RecheckAfter requeues a reported Kyma (and Manifest) once more this
+	// long after the report; 0 or less disables it. Admission runs before the
+	// runtime's API server stores a change, so the first reconcile may read
+	// the object just before it changes; the recheck reads it after. At most
+	// one recheck per object is pending, so it costs at most one reconcile
+	// per object per period.
 	RecheckAfter time.Duration
+}
+
+// target is an object the listener requeues: a Kyma or a Manifest.
+type target struct {
+	manifest bool
+	key      types.NamespacedName
 }
 
 // Listener accepts runtime reports. It is a manager Runnable.
@@ -71,7 +87,7 @@ type Listener struct {
 
 	mu       sync.Mutex
 	ctx      context.Context
-	rechecks map[types.NamespacedName]bool
+	rechecks map[target]bool
 }
 
 // New returns a Listener; Start serves it.
@@ -79,13 +95,16 @@ func New(opts Options) (*Listener, error) {
 	if opts.ClientCAs == nil || opts.GetCertificate == nil || opts.Kymas == nil || opts.Requeue == nil {
 		return nil, errors.New("listener: client CAs, serving certificate, Kyma lookup and requeue channel are required")
 	}
+	if (opts.Manifests == nil) != (opts.ManifestRequeue == nil) {
+		return nil, errors.New("listener: the Manifest lookup and the Manifest requeue channel go together")
+	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = report.MaxBytes
 	}
 	if opts.EnqueueTimeout <= 0 {
 		opts.EnqueueTimeout = time.Second
 	}
-	return &Listener{opts: opts, log: ctrl.Log.WithName("listener"), rechecks: map[types.NamespacedName]bool{}}, nil
+	return &Listener{opts: opts, log: ctrl.Log.WithName("listener"), rechecks: map[target]bool{}}, nil
 }
 
 // NeedLeaderElection keeps the listener on the leader: only there does the
@@ -223,53 +242,92 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 		l.log.Info("Refused a report", "reason", reason, "runtimeID", runtimeID, "kyma", rep.Kyma, "id", rep.ID)
 		return reply(w, http.StatusForbidden, reason)
 	}
+	requeue := make([]target, 0, len(targets)+1)
+	for _, kyma := range targets {
+		requeue = append(requeue, target{key: kyma})
+	}
+	if manifest, ok, err := l.manifestOf(r.Context(), rep, targets); err != nil {
+		Rejected.WithLabelValues(ReasonLookup).Inc()
+		l.log.Error(err, "Looking up the Manifest of a module", "runtimeID", runtimeID, "kyma", rep.Kyma, "module", rep.Module)
+		return reply(w, http.StatusServiceUnavailable, "lookup failed")
+	} else if ok {
+		requeue = append(requeue, target{manifest: true, key: manifest})
+	}
 	l.opts.Health.Seen(runtimeID, time.Now())
 
 	timer := time.NewTimer(l.opts.EnqueueTimeout)
 	defer timer.Stop()
-	for _, kyma := range targets {
-		ev := event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
-		ev.Object.Namespace, ev.Object.Name = kyma.Namespace, kyma.Name
-		select {
-		case l.opts.Requeue <- ev:
-		case <-timer.C:
-			Rejected.WithLabelValues(ReasonBusy).Inc()
-			return reply(w, http.StatusServiceUnavailable, "the Kyma queue is busy; retry")
-		case <-r.Context().Done():
+	for _, t := range requeue {
+		if l.send(t, timer.C, r.Context().Done()) {
+			continue
+		}
+		if r.Context().Err() != nil {
 			return reply(w, http.StatusServiceUnavailable, "cancelled")
 		}
+		Rejected.WithLabelValues(ReasonBusy).Inc()
+		return reply(w, http.StatusServiceUnavailable, "the queue is busy; retry")
 	}
 	ReportsAccepted.Inc()
-	l.scheduleRechecks(targets)
-	l.log.V(1).Info("Report accepted", "id", rep.ID, "runtimeID", runtimeID, "kyma", rep.Kyma,
+	l.scheduleRechecks(requeue)
+	l.log.V(1).Info("Report accepted", "id", rep.ID, "runtimeID", runtimeID, "kyma", rep.Kyma, "module", rep.Module,
 		"operation", rep.Operation, "object", rep.Object.Key(), "changedAt", rep.ChangedAt)
 	return reply(w, http.StatusAccepted, "")
 }
 
-// scheduleRechecks requeues the Kymas once more after RecheckAfter, unless a
-// recheck of them is pending already.
-func (l *Listener) scheduleRechecks(kymas []types.NamespacedName) {
+// manifestOf finds the Manifest a report about a module resource concerns:
+// only when the report names its Kyma (then the only target) and its module.
+func (l *Listener) manifestOf(ctx context.Context, rep *report.Report, targets []types.NamespacedName) (types.NamespacedName, bool, error) {
+	if l.opts.Manifests == nil || rep.Module == "" || rep.Kyma == "" || len(targets) != 1 {
+		return types.NamespacedName{}, false, nil
+	}
+	return l.opts.Manifests.ManifestOf(ctx, targets[0], rep.Module)
+}
+
+// send hands t to its controller's queue. It gives up, returning false, when
+// timeout fires or done is closed; a nil timeout waits for done only.
+func (l *Listener) send(t target, timeout <-chan time.Time, done <-chan struct{}) bool {
+	if t.manifest {
+		ev := event.TypedGenericEvent[*v1beta2.Manifest]{Object: &v1beta2.Manifest{}}
+		ev.Object.Namespace, ev.Object.Name = t.key.Namespace, t.key.Name
+		select {
+		case l.opts.ManifestRequeue <- ev:
+			return true
+		case <-timeout:
+		case <-done:
+		}
+		return false
+	}
+	ev := event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
+	ev.Object.Namespace, ev.Object.Name = t.key.Namespace, t.key.Name
+	select {
+	case l.opts.Requeue <- ev:
+		return true
+	case <-timeout:
+	case <-done:
+	}
+	return false
+}
+
+// scheduleRechecks requeues the targets once more after RecheckAfter,
+// unless a recheck of them is pending already.
+func (l *Listener) scheduleRechecks(targets []target) {
 	if l.opts.RecheckAfter <= 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, kyma := range kymas {
-		if l.rechecks[kyma] {
+	for _, t := range targets {
+		if l.rechecks[t] {
 			continue
 		}
-		l.rechecks[kyma] = true
+		l.rechecks[t] = true
 		time.AfterFunc(l.opts.RecheckAfter, func() {
 			l.mu.Lock()
-			delete(l.rechecks, kyma)
+			delete(l.rechecks, t)
 			ctx := l.ctx
 			l.mu.Unlock()
-			ev := event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
-			ev.Object.Namespace, ev.Object.Name = kyma.Namespace, kyma.Name
-			select {
-			case l.opts.Requeue <- ev:
+			if l.send(t, nil, ctx.Done()) {
 				Rechecks.Inc()
-			case <-ctx.Done():
 			}
 		})
 	}

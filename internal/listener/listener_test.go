@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,13 +16,19 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 var (
@@ -29,17 +36,33 @@ var (
 	kymaB = types.NamespacedName{Namespace: "kcp-system", Name: "kyma-b"}
 )
 
+// manifestA is kyma-a's Manifest of the module "sample".
+var manifestA = types.NamespacedName{Namespace: "kcp-system", Name: "kyma-a-sample"}
+
 type fleet map[string][]types.NamespacedName
 
 func (f fleet) KymasOf(_ context.Context, id string) ([]types.NamespacedName, error) {
 	return f[id], nil
 }
 
+// modules finds Manifests by "<kyma>/<module>"; the module "lookup-fails"
+// fails.
+type modules map[string]types.NamespacedName
+
+func (m modules) ManifestOf(_ context.Context, kyma types.NamespacedName, module string) (types.NamespacedName, bool, error) {
+	if module == "lookup-fails" {
+		return types.NamespacedName{}, false, errors.New("cache not synced")
+	}
+	manifest, ok := m[kyma.Name+"/"+module]
+	return manifest, ok, nil
+}
+
 type env struct {
-	addr    string
-	ca      *pki.CA
-	health  *listener.Health
-	requeue chan event.TypedGenericEvent[*v1beta2.Kyma]
+	addr      string
+	ca        *pki.CA
+	health    *listener.Health
+	requeue   chan event.TypedGenericEvent[*v1beta2.Kyma]
+	manifests chan event.TypedGenericEvent[*v1beta2.Manifest]
 }
 
 func start(t *testing.T, recheck ...time.Duration) *env {
@@ -50,17 +73,20 @@ func start(t *testing.T, recheck ...time.Duration) *env {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	e := &env{addr: ln.Addr().String(), ca: ca, health: listener.NewHealth(time.Minute),
-		requeue: make(chan event.TypedGenericEvent[*v1beta2.Kyma], 16)}
+		requeue:   make(chan event.TypedGenericEvent[*v1beta2.Kyma], 16),
+		manifests: make(chan event.TypedGenericEvent[*v1beta2.Manifest], 16)}
 	_ = ln.Close()
 	l, err := listener.New(listener.Options{
-		Address:        e.addr,
-		ClientCAs:      ca.Pool(),
-		GetCertificate: pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
-		Kymas:          fleet{"runtime-a": {kymaA}, "runtime-b": {kymaB}},
-		Requeue:        e.requeue,
-		Health:         e.health,
-		MaxBodyBytes:   4096,
-		RecheckAfter:   append(recheck, 0)[0],
+		Address:         e.addr,
+		ClientCAs:       ca.Pool(),
+		GetCertificate:  pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
+		Kymas:           fleet{"runtime-a": {kymaA}, "runtime-b": {kymaB}},
+		Requeue:         e.requeue,
+		Manifests:       modules{"kyma-a/sample": manifestA},
+		ManifestRequeue: e.manifests,
+		Health:          e.health,
+		MaxBodyBytes:    4096,
+		RecheckAfter:    append(recheck, 0)[0],
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -118,6 +144,26 @@ func body(kyma string) []byte {
 	return b
 }
 
+// moduleBody reports a change of a module's resource.
+func moduleBody(kyma, module string) []byte {
+	b, _ := json.Marshal(report.Report{ID: "r2", Kyma: kyma, Module: module, Operation: "UPDATE", ChangedAt: time.Now(),
+		Object: report.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: "kyma-system", Name: "sample-config"}})
+	return b
+}
+
+// drain returns what the listener requeued.
+func (e *env) drain() (kymas, manifests []types.NamespacedName) {
+	for len(e.requeue) > 0 {
+		ev := <-e.requeue
+		kymas = append(kymas, types.NamespacedName{Namespace: ev.Object.Namespace, Name: ev.Object.Name})
+	}
+	for len(e.manifests) > 0 {
+		ev := <-e.manifests
+		manifests = append(manifests, types.NamespacedName{Namespace: ev.Object.Namespace, Name: ev.Object.Name})
+	}
+	return kymas, manifests
+}
+
 func value(c prometheus.Collector) float64 {
 	ch := make(chan prometheus.Metric, 16)
 	go func() { c.Collect(ch); close(ch) }()
@@ -135,17 +181,28 @@ func TestListenerAcceptsOnlyItsRuntimesReports(t *testing.T) {
 	e := start(t)
 	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
 	tests := []struct {
-		name    string
-		client  *http.Client
-		method  string
-		path    string
-		body    []byte
-		code    int
-		reason  string
-		requeue []types.NamespacedName
+		name      string
+		client    *http.Client
+		method    string
+		path      string
+		body      []byte
+		code      int
+		reason    string
+		requeue   []types.NamespacedName
+		manifests []types.NamespacedName
 	}{
 		{name: "own Kyma", client: a, body: body("kyma-a"), code: http.StatusAccepted, requeue: []types.NamespacedName{kymaA}},
 		{name: "no Kyma named: all of the runtime's", client: a, body: body(""), code: http.StatusAccepted, requeue: []types.NamespacedName{kymaA}},
+		{name: "module resource: its Manifest too", client: a, body: moduleBody("kyma-a", "sample"), code: http.StatusAccepted,
+			requeue: []types.NamespacedName{kymaA}, manifests: []types.NamespacedName{manifestA}},
+		{name: "module resource of a module without Manifest", client: a, body: moduleBody("kyma-a", "other"), code: http.StatusAccepted,
+			requeue: []types.NamespacedName{kymaA}},
+		{name: "module resource without a Kyma named: no Manifest", client: a, body: moduleBody("", "sample"), code: http.StatusAccepted,
+			requeue: []types.NamespacedName{kymaA}},
+		{name: "module resource of another runtime's Kyma", client: a, body: moduleBody("kyma-b", "sample"), code: http.StatusForbidden,
+			reason: listener.ReasonRuntimeMismatch},
+		{name: "Manifest lookup fails: the agent retries", client: a, body: moduleBody("kyma-a", "lookup-fails"), code: http.StatusServiceUnavailable,
+			reason: listener.ReasonLookup},
 		{name: "another runtime's Kyma", client: a, body: body("kyma-b"), code: http.StatusForbidden, reason: listener.ReasonRuntimeMismatch},
 		{name: "a runtime no Kyma has", client: e.client(t, e.ca, "runtime-x", tls.VersionTLS13), body: body("kyma-a"), code: http.StatusForbidden, reason: listener.ReasonUnknownRuntime},
 		{name: "a certificate without runtime id", client: e.client(t, e.ca, " ", tls.VersionTLS13), body: body("kyma-a"), code: http.StatusForbidden, reason: listener.ReasonUnknownRuntime},
@@ -176,12 +233,9 @@ func TestListenerAcceptsOnlyItsRuntimesReports(t *testing.T) {
 			if tt.reason != "" {
 				g.Expect(value(listener.Rejected.WithLabelValues(tt.reason))).To(Equal(before + 1))
 			}
-			var got []types.NamespacedName
-			for len(e.requeue) > 0 {
-				ev := <-e.requeue
-				got = append(got, types.NamespacedName{Namespace: ev.Object.Namespace, Name: ev.Object.Name})
-			}
-			g.Expect(got).To(Equal(tt.requeue))
+			kymas, manifests := e.drain()
+			g.Expect(kymas).To(Equal(tt.requeue))
+			g.Expect(manifests).To(Equal(tt.manifests))
 		})
 	}
 	// Both accepted reports and the heartbeat count as contact.
@@ -252,6 +306,78 @@ func TestListenerRechecksOncePerPeriod(t *testing.T) {
 	g.Eventually(e.requeue, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", "kyma-a")))
 	g.Consistently(e.requeue, 600*time.Millisecond, 10*time.Millisecond).ShouldNot(Receive())
 	g.Expect(value(listener.Rechecks)).To(Equal(rechecks + 1))
+
+	// A module resource's Manifest is rechecked as well, once.
+	for range 2 {
+		code, msg, err := e.post(a, http.MethodPost, report.ReportPath, moduleBody("kyma-a", "sample"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusAccepted), msg)
+	}
+	kymas, manifests := e.drain()
+	g.Expect(kymas).To(HaveLen(2))
+	g.Expect(manifests).To(Equal([]types.NamespacedName{manifestA, manifestA}))
+	g.Eventually(e.manifests, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", manifestA.Name)))
+	g.Eventually(e.requeue, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", "kyma-a")))
+	g.Consistently(e.manifests, 600*time.Millisecond, 10*time.Millisecond).ShouldNot(Receive())
+	g.Expect(value(listener.Rechecks)).To(Equal(rechecks + 3))
+}
+
+// A Manifest is found by the Kyma controller's name for it, and only if it
+// carries the Kyma's and the module's labels: Kyma "a" with module "b-c" and
+// Kyma "a-b" with module "c" share a name, and one runtime's report must not
+// requeue another's Manifest.
+func TestCacheManifestLookup(t *testing.T) {
+	ctx := context.Background()
+	cp, err := testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1beta2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cp.Config(), client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcp-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	manifest := func(name, kyma, module string) *v1beta2.Manifest {
+		return &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: name,
+			Labels: map[string]string{v1beta2.KymaNameLabel: kyma, v1beta2.ModuleNameLabel: module}}}
+	}
+	for _, m := range []*v1beta2.Manifest{manifest("a-b-c", "a-b", "c"), manifest("a-sample", "a", "sample")} {
+		if err := c.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookup := listener.CacheManifestLookup{Reader: c, Name: func(kyma, module string) string { return kyma + "-" + module }}
+	tests := []struct {
+		name         string
+		kyma, module string
+		want         bool
+	}{
+		{name: "the Kyma's Manifest of the module", kyma: "a", module: "sample", want: true},
+		{name: "the owner of the name itself", kyma: "a-b", module: "c", want: true},
+		{name: "the same name, another Kyma's", kyma: "a", module: "b-c", want: false},
+		{name: "no such Manifest", kyma: "a", module: "missing", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok, err := lookup.ManifestOf(context.Background(), types.NamespacedName{Namespace: "kcp-system", Name: tt.kyma}, tt.module)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(Equal(tt.want))
+			if ok {
+				g.Expect(got).To(Equal(types.NamespacedName{Namespace: "kcp-system", Name: tt.kyma + "-" + tt.module}))
+			}
+		})
+	}
 }
 
 func TestAuthorize(t *testing.T) {

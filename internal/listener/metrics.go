@@ -43,10 +43,11 @@ var (
 		Help: "Connections and requests the listener refused, by reason.",
 	}, []string{"reason"})
 
-	// ReportsAccepted counts reports that requeued a Kyma.
+	// ReportsAccepted counts reports that requeued a Kyma (and, for a module
+	// resource, its Manifest).
 	ReportsAccepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lifecycle_manager_listener_reports_accepted_total",
-		Help: "Reports accepted; each requeued its Kyma.",
+		Help: "Reports accepted; each requeued its Kyma (and a module resource's Manifest).",
 	})
 
 	// Latency observes how long the listener takes to answer.
@@ -56,11 +57,11 @@ var (
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 	}, []string{"path"})
 
-	// Rechecks counts the second requeues of reported Kymas (see
-	// Options.RecheckAfter).
+	// Rechecks counts the second requeues of reported Kymas and Manifests
+	// (see Options.RecheckAfter).
 	Rechecks = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lifecycle_manager_listener_rechecks_total",
-		Help: "Reported Kymas requeued once more after the recheck delay.",
+		Help: "Reported Kymas and Manifests requeued once more after the recheck delay.",
 	})
 
 	// InFlight is the number of requests being answered.

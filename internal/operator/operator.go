@@ -177,7 +177,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes)
+	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes, paused)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
 	}
@@ -194,7 +194,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		MaxConcurrentReconciles: opts.KymaConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
 		MaxBackoff:              opts.MaxBackoff,
-		Sources:                 watcherSources,
+		Sources:                 watcherSources.Kymas,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the Kyma controller: %w", err)
 	}
@@ -210,6 +210,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
 		MaxBackoff:              opts.MaxBackoff,
+		Sources:                 watcherSources.Manifests,
 	}); err != nil {
 		return nil, fmt.Errorf("setting up the Manifest controller: %w", err)
 	}

@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
 	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
@@ -168,35 +170,44 @@ func (o WatcherOptions) listenerPort() int {
 	return p
 }
 
+// watcherSources are the event sources through which the controllers learn
+// of reported changes: the Kymas whose runtime reported, and the Manifests
+// whose module resources changed there.
+type watcherSources struct {
+	Kymas, Manifests []source.Source
+}
+
 // setupWatcher wires the runtime watcher into mgr: the CA, the listener and
-// its fallback, the agent and Watcher controllers and the default Watcher. It
-// returns the sources through which the Kyma controller learns of reported
-// changes (none when the watcher is disabled).
-func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *runtime.Clients) ([]source.Source, error) {
+// its fallback, the agent and Watcher controllers and the default Watcher.
+// Like every controller, it leaves the Kymas that policy pauses alone. It
+// returns the sources through which the Kyma and Manifest controllers learn
+// of reported changes (none when the watcher is disabled).
+func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *runtime.Clients, policy pause.Policy) (watcherSources, error) {
 	if !opts.Watcher.enabled() {
-		return nil, nil
+		return watcherSources{}, nil
 	}
 	w := opts.Watcher.withDefaults(opts.Namespace)
 	paused, err := labels.Parse(w.PausedSelector)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the paused selector %q: %w", w.PausedSelector, err)
+		return watcherSources{}, fmt.Errorf("parsing the paused selector %q: %w", w.PausedSelector, err)
 	}
 
 	// The PKI namespace is outside the manager's cache, on purpose: its
 	// Secrets are read by these reconcilers only, straight from the API.
 	pkiClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
-		return nil, fmt.Errorf("creating the PKI client: %w", err)
+		return watcherSources{}, fmt.Errorf("creating the PKI client: %w", err)
 	}
 	ca, err := pki.EnsureCA(ctx, pkiClient, w.PKINamespace, w.CASecret, w.CAValidity)
 	if err != nil {
-		return nil, err
+		return watcherSources{}, err
 	}
 
 	if err := listener.IndexRuntimeID(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, fmt.Errorf("indexing Kymas by runtime id: %w", err)
+		return watcherSources{}, fmt.Errorf("indexing Kymas by runtime id: %w", err)
 	}
 	requeue := make(chan event.TypedGenericEvent[*v1beta2.Kyma], 1024)
+	requeueManifests := make(chan event.TypedGenericEvent[*v1beta2.Manifest], 1024)
 	health := listener.NewHealth(w.SilenceTimeout)
 	var dnsNames []string
 	var ips []net.IP
@@ -213,25 +224,25 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		GetCertificate: pki.NewServingCertificate(ca, pki.Request{
 			CommonName: "lifecycle-manager-listener", DNSNames: dnsNames, IPs: ips, Validity: w.CertValidity,
 		}, w.RenewFraction).GetCertificate,
-		Kymas:        listener.CacheLookup{Reader: mgr.GetClient(), Namespace: opts.Namespace},
-		Requeue:      requeue,
-		Health:       health,
-		RecheckAfter: w.RecheckAfter,
+		Kymas:           listener.CacheLookup{Reader: mgr.GetClient(), Namespace: opts.Namespace},
+		Requeue:         requeue,
+		Manifests:       listener.CacheManifestLookup{Reader: mgr.GetClient(), Name: kyma.ManifestName},
+		ManifestRequeue: requeueManifests,
+		Health:          health,
+		RecheckAfter:    w.RecheckAfter,
 	})
 	if err != nil {
-		return nil, err
-	}
-	watched := func(kyma *v1beta2.Kyma) bool {
-		return kyma.Labels[v1beta2.SkipReconciliationLabel] != "true" && !watcher.Paused(kyma, paused)
+		return watcherSources{}, err
 	}
 	if err := mgr.Add(l); err != nil {
-		return nil, err
+		return watcherSources{}, err
 	}
 	if err := mgr.Add(&listener.Fallback{
 		Reader: mgr.GetClient(), Namespace: opts.Namespace, Health: health,
-		Interval: w.FallbackInterval, Watched: watched, Requeue: requeue,
+		Interval: w.FallbackInterval, Requeue: requeue,
+		Watched: func(k *v1beta2.Kyma) bool { return watcher.Reporting(k, policy, paused) },
 	}); err != nil {
-		return nil, err
+		return watcherSources{}, err
 	}
 
 	if err := (&watcher.AgentReconciler{
@@ -240,6 +251,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		Runtimes:  runtimes,
 		CA:        ca,
 		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
+		Pause:     policy,
 		Options: watcher.AgentOptions{
 			Namespace: opts.Namespace, PKINamespace: w.PKINamespace, SyncNamespace: opts.SyncNamespace,
 			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
@@ -249,15 +261,18 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	}).SetupWithManager(mgr, watcher.SetupOptions{
 		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,
 	}); err != nil {
-		return nil, fmt.Errorf("setting up the watcher agent controller: %w", err)
+		return watcherSources{}, fmt.Errorf("setting up the watcher agent controller: %w", err)
 	}
 	if err := (&watcher.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the Watcher controller: %w", err)
+		return watcherSources{}, fmt.Errorf("setting up the Watcher controller: %w", err)
 	}
 	if !w.NoDefaultWatcher {
 		if err := mgr.Add(watcher.CreateDefault(mgr.GetClient(), watcher.DefaultWatcher(opts.Namespace, int64(w.listenerPort())))); err != nil {
-			return nil, err
+			return watcherSources{}, err
 		}
 	}
-	return []source.Source{source.Channel(requeue, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})}, nil
+	return watcherSources{
+		Kymas:     []source.Source{source.Channel(requeue, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
+		Manifests: []source.Source{source.Channel(requeueManifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
+	}, nil
 }

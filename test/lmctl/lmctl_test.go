@@ -34,6 +34,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/dev"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 )
 
 // readyTimeout bounds one `lmctl dev` from start to Ready: about 15 s on two
@@ -148,6 +149,7 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	}, readyTimeout, 200*time.Millisecond).Should(Succeed(), "lmctl dev output:\n%s", devOutput)
 	g.Expect(env.KCPKubeconfig).To(Equal(filepath.Join(stateDir, "kcp.kubeconfig")))
 	g.Expect(env.Runtimes).To(HaveLen(2))
+	g.Expect(devOutput()).To(ContainSubstring("Started a runtime-watcher for runtime-0, runtime-1, reporting changes to the operator's listener at https://127.0.0.1:"))
 
 	// Every module of every runtime is Ready, as lmctl status tells a script.
 	stdout, stderr, code := lmctl(t, time.Minute, "status", "-o", "json", "--kubeconfig", env.KCPKubeconfig)
@@ -196,14 +198,22 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Expect(kcp.Patch(context.Background(), kyma, client.RawPatch(types.JSONPatchType,
 		[]byte(`[{"op":"add","path":"/spec/modules/-","value":{"name":"evolving"}}]`)))).To(Succeed())
 	// And what it suggests to a runtime's owner: the same module added in
-	// runtime-1's own Kyma (picked up by the periodic reconcile).
+	// runtime-1's own Kyma, which its runtime-watcher reports at once.
 	ownerPatch := `{"spec":{"modules":[{"name":"evolving"}]}}`
 	g.Expect(devOutput()).To(ContainSubstring(fmt.Sprintf("kubectl --kubeconfig %s -n kyma-system patch kyma default --type=merge -p '%s'",
 		env.Runtimes[1].Kubeconfig, ownerPatch)))
+	reportsBefore := acceptedReports(env.OperatorLog, "runtime-1")
 	runtimeKyma := &v1beta2.Kyma{}
 	runtimeKyma.Name, runtimeKyma.Namespace = v1beta2.DefaultRuntimeKymaName, v1beta2.DefaultRuntimeNamespace
 	g.Expect(kubeClient(t, env.Runtimes[1].Kubeconfig).Patch(context.Background(), runtimeKyma,
 		client.RawPatch(types.MergePatchType, []byte(ownerPatch)))).To(Succeed())
+	// The listener accepted the agent's report of the change: the runtime was
+	// heard from, so no fallback reconcile could have brought it over, and
+	// the dev fleet's periodic reconcile of a Ready Kyma is the operator's
+	// default, far longer than the minute allowed below.
+	g.Eventually(func() int { return acceptedReports(env.OperatorLog, "runtime-1") }, 30*time.Second, 200*time.Millisecond).
+		Should(BeNumerically(">", reportsBefore), "runtime-1's agent did not report the owner's change; operator log: %s", env.OperatorLog)
+	g.Expect(time.Minute).To(BeNumerically("<", requeue.DefaultIntervals().Ready))
 
 	for _, name := range []string{"runtime-0", "runtime-1"} {
 		g.Eventually(func(g Gomega) {
@@ -301,6 +311,24 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// acceptedReports counts the reports about runtime's own Kyma that its
+// runtime-watcher got accepted by the listener, as the agent logs them in
+// the operator log.
+func acceptedReports(operatorLog, runtime string) int {
+	data, err := os.ReadFile(operatorLog)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, "Report accepted") && strings.Contains(line, `"runtime": "`+runtime+`"`) &&
+			strings.Contains(line, `"object": "operator.kyma-project.io/Kyma/kyma-system/default"`) {
+			n++
+		}
+	}
+	return n
 }
 
 // childPIDs lists the processes whose parent is pid.

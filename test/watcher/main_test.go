@@ -2,7 +2,8 @@
 // operator in-process against a real control plane and a real runtime,
 // whose kube-apiserver calls a real runtime-watcher agent (in-process, on
 // loopback, registered by URL) over TLS, which reports over mutual TLS to
-// the operator's listener. The benchmarks measure the latency from a change
+// the operator's listener; a registry holds one module, for reports about
+// module resources. The benchmarks measure the latency from a change
 // in a runtime to the start of the control plane's reconcile, and the
 // listener's throughput.
 package watcher
@@ -26,9 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
 const (
@@ -40,6 +44,9 @@ const (
 	configMapWatcher = "configmaps"
 	watchLabel       = "watcher-test"
 	watchValue       = "yes"
+
+	// pausedGroupLabel=yes is the operator's pause group (--pause-selector).
+	pausedGroupLabel = "watcher-test-paused-group"
 
 	// Timing of the operator under test. Ready and Error intervals are an
 	// hour so that nothing but a report (or the fallback) reconciles a Kyma
@@ -62,6 +69,9 @@ var env struct {
 	rtClient  client.Client
 	// listenerAddr is the operator's listener.
 	listenerAddr string
+	// registry holds the evolving module (ConfigMaps only), for tests of
+	// reports about module resources.
+	registry *testregistry.Registry
 
 	mu sync.Mutex
 	// agentURLs are the webhook base URLs of in-process agents by Kyma.
@@ -138,6 +148,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 
+	env.registry = testregistry.Start()
+	defer env.registry.Close()
+	if err := publishEvolving(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "publishing the evolving module:", err)
+		return 1
+	}
+
 	env.agentURLs = map[string]string{}
 	env.listenerAddr, err = freeAddr()
 	if err != nil {
@@ -152,6 +169,8 @@ func run(m *testing.M) int {
 	opts.Intervals = requeue.Intervals{Ready: time.Hour, Processing: 300 * time.Millisecond, Error: time.Hour, Warning: time.Hour, Jitter: 0.1}
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
+	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	opts.PauseSelector = pausedGroupLabel + "=yes"
 	opts.Watcher = operator.WatcherOptions{
 		ListenerAddress:  env.listenerAddr,
 		PKINamespace:     pkiNamespace,
@@ -177,6 +196,23 @@ func run(m *testing.M) int {
 		}
 	}()
 	return m.Run()
+}
+
+// publishEvolving pushes the evolving module's 1.0.0 and offers it in the
+// regular channel.
+func publishEvolving(ctx context.Context) error {
+	v, err := samplemodules.Get(samplemodules.Evolving, "1.0.0")
+	if err != nil {
+		return err
+	}
+	artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), v.Module, v.Version), v.Content.Layers(), ociartifact.Insecure())
+	if err != nil {
+		return err
+	}
+	if err := env.kcpClient.Create(ctx, v.Template(kcpNamespace, artifact.Links)); err != nil {
+		return err
+	}
+	return env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, v.Module, map[string]string{"regular": v.Version}))
 }
 
 // freeAddr returns a loopback address with a port free right now.

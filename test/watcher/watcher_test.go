@@ -391,6 +391,62 @@ func TestPausedRuntimeDoesNotReport(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// The operator's pause group pauses the watcher as it pauses every other
+// controller: a Kyma in it gets no certificates, no agent and no watcher
+// finalizer, until it leaves the group.
+func TestPauseGroupLeavesRuntimeAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name, ns := "pause-group", "watcher-pause-group"
+	g.Expect(env.kcpClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
+		Data:       map[string][]byte{"config": env.runtime.Kubeconfig()},
+	})).To(Succeed())
+	defer func() {
+		_ = env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.KymaNameLabel: name})
+	}()
+	kyma := &v1beta2.Kyma{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{
+			v1beta2.RuntimeIDLabel: "rt-" + name, pausedGroupLabel: "yes",
+		}},
+		// A namespace of its own, as it shares the runtime API server.
+		Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: ns},
+	}
+	g.Expect(env.kcpClient.Create(ctx, kyma)).To(Succeed())
+	credentials := client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(name)}
+
+	// The Kyma controller sees it (and marks it paused) ...
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
+		g.Expect(kyma.Finalizers).To(ContainElement(v1beta2.KymaFinalizer))
+	}, timeout, interval).Should(Succeed())
+	// ... the watcher does nothing for it: it acts within a second otherwise.
+	g.Consistently(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, credentials, &corev1.Secret{}))).To(BeTrue(), "certificates were issued")
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
+		g.Expect(kyma.Finalizers).NotTo(ContainElement(watcher.Finalizer))
+	}, 2*time.Second, interval).Should(Succeed())
+	g.Expect(apierrors.IsNotFound(env.rtClient.Get(ctx, client.ObjectKey{Name: "runtime-watcher-" + ns}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).
+		To(BeTrue(), "the watcher configured a paused runtime")
+
+	// Leaving the group, the runtime gets its watcher.
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
+		delete(kyma.Labels, pausedGroupLabel)
+		g.Expect(env.kcpClient.Update(ctx, kyma)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func() error { return env.kcpClient.Get(ctx, credentials, &corev1.Secret{}) }, timeout, interval).Should(Succeed())
+	g.Eventually(func() error {
+		return env.rtClient.Get(ctx, client.ObjectKey{Name: "runtime-watcher-" + ns}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(env.kcpClient.Delete(ctx, kyma)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma))
+	}, timeout, interval).Should(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, credentials, &corev1.Secret{}))).To(BeTrue())
+}
+
 // Certificates rotate while reports stream in; not one report is lost: every
 // change the runtime's API server passed to the agent was accepted by the
 // listener, with the old certificate or the new one.

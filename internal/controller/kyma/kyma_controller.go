@@ -115,8 +115,8 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	var syncErrs []error
 	for i := range modules {
 		module := &modules[i]
-		desired[manifestName(kyma, module.Name)] = true
-		if err := r.syncManifest(ctx, kyma, module, existing[manifestName(kyma, module.Name)]); err != nil {
+		desired[ManifestName(kyma.Name, module.Name)] = true
+		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)]); err != nil {
 			module.Err = err
 			syncErrs = append(syncErrs, err)
 		}

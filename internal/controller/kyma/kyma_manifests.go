@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,11 +28,12 @@ const templateRevisionAnnotation = "operator.kyma-project.io/template-revision"
 // under its own manager.
 const fieldManager = "lifecycle-manager-kyma"
 
-// manifestName is the deterministic name of a Kyma's Manifest for a module.
+// ManifestName is the deterministic name of a Kyma's Manifest for a module.
 // Names longer than a label allows are shortened with a hash so they stay
-// unique and stable.
-func manifestName(kyma *v1beta2.Kyma, module string) string {
-	name := kyma.Name + "-" + module
+// unique and stable. It is exported for the runtime watcher, which requeues
+// the Manifest of a module whose resource changed in a runtime.
+func ManifestName(kymaName, module string) string {
+	name := kymaName + "-" + module
 	if len(name) <= 63 {
 		return name
 	}
@@ -90,7 +90,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 	m := &v1beta2.Manifest{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta2.GroupVersion.String(), Kind: "Manifest"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      manifestName(kyma, module.Name),
+			Name:      ManifestName(kyma.Name, module.Name),
 			Namespace: kyma.Namespace,
 			Labels: map[string]string{
 				v1beta2.KymaNameLabel:   kyma.Name,
@@ -112,8 +112,9 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 	}
 	if hasHelmChart(template) {
 		// A chart module's spec.data holds its values (its spec), not a
-		// custom resource to create.
-		values, err := chartValues(template)
+		// custom resource to create; the Kyma's module entry may override
+		// them.
+		values, err := chartValues(template, module.Spec)
 		if err != nil {
 			return nil, err
 		}
@@ -177,20 +178,4 @@ func hasHelmChart(template *v1beta2.ModuleTemplate) bool {
 		}
 	}
 	return false
-}
-
-// chartValues is the spec of the template's spec.data, as Helm values.
-func chartValues(template *v1beta2.ModuleTemplate) (*runtime.RawExtension, error) {
-	if template.Spec.Data == nil {
-		return nil, nil
-	}
-	spec, ok := template.Spec.Data.Object["spec"]
-	if !ok {
-		return nil, nil
-	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return nil, fmt.Errorf("encoding values of ModuleTemplate %s: %w", template.Name, err)
-	}
-	return &runtime.RawExtension{Raw: data}, nil
 }

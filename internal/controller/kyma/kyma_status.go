@@ -58,7 +58,7 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 	state := v1beta2.StateReady
 	notReady, failed := 0, 0
 	for i := range modules {
-		ms := moduleStatus(&modules[i], manifests[manifestName(kyma, modules[i].Name)])
+		ms := moduleStatus(&modules[i], manifests[ManifestName(kyma.Name, modules[i].Name)])
 		clock.observe(kyma.Name, ms.Name, ms.State)
 		statuses = append(statuses, ms)
 		state = worse(state, ms.State)
@@ -171,7 +171,7 @@ func readyMessage(m *v1beta2.Manifest) string {
 func setDeleting(kyma *v1beta2.Kyma, remaining map[string]*v1beta2.Manifest) {
 	for i := range kyma.Status.Modules {
 		ms := &kyma.Status.Modules[i]
-		if m, ok := remaining[manifestName(kyma, ms.Name)]; ok {
+		if m, ok := remaining[ManifestName(kyma.Name, ms.Name)]; ok {
 			ms.State = v1beta2.StateDeleting
 			ms.Message = readyMessage(m)
 		}

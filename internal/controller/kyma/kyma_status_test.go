@@ -60,7 +60,7 @@ func TestSetStatus(t *testing.T) {
 			kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k", Generation: 3}}
 			manifests := map[string]*v1beta2.Manifest{}
 			if tt.manifest != nil {
-				manifests[manifestName(kyma, "m")] = tt.manifest
+				manifests[ManifestName(kyma.Name, "m")] = tt.manifest
 			}
 			setStatus(kyma, []resolve.Module{tt.module}, manifests, tt.runtimeErr, newReadyClock())
 
@@ -81,7 +81,7 @@ func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
 	g := NewWithT(t)
 	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k"}}
 	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
-	manifests := map[string]*v1beta2.Manifest{manifestName(kyma, "m"): manifestIn(v1beta2.StateReady, 1, "")}
+	manifests := map[string]*v1beta2.Manifest{ManifestName(kyma.Name, "m"): manifestIn(v1beta2.StateReady, 1, "")}
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
 	first := kyma.Status.DeepCopy()
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
@@ -99,11 +99,10 @@ func TestUnionModules(t *testing.T) {
 
 func TestManifestNameIsStableAndShort(t *testing.T) {
 	g := NewWithT(t)
-	short := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "kyma"}}
-	g.Expect(manifestName(short, "sample")).To(Equal("kyma-sample"))
-	long := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "a-very-long-kyma-name-that-goes-on-and-on-and-on"}}
-	name := manifestName(long, "a-long-module-name")
+	g.Expect(ManifestName("kyma", "sample")).To(Equal("kyma-sample"))
+	long := "a-very-long-kyma-name-that-goes-on-and-on-and-on"
+	name := ManifestName(long, "a-long-module-name")
 	g.Expect(len(name)).To(BeNumerically("<=", 63))
-	g.Expect(manifestName(long, "a-long-module-name")).To(Equal(name))
-	g.Expect(manifestName(long, "a-long-module-namf")).NotTo(Equal(name))
+	g.Expect(ManifestName(long, "a-long-module-name")).To(Equal(name))
+	g.Expect(ManifestName(long, "a-long-module-namf")).NotTo(Equal(name))
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
@@ -21,12 +22,15 @@ type SetupOptions struct {
 	MaxConcurrentReconciles int
 	// BaseBackoff and MaxBackoff bound the retry delay after an error.
 	BaseBackoff, MaxBackoff time.Duration
+	// Sources are further event sources, such as the runtime watcher's
+	// channel of Manifests whose module resources changed in a runtime.
+	Sources []source.Source
 }
 
 // SetupWithManager registers the controller. Only spec, label, annotation
 // and deletion changes start a reconcile: our own status writes do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("manifest").
 		For(&v1beta2.Manifest{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
@@ -37,7 +41,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 		// its Manifests looked at at once, so drift made meanwhile is
 		// corrected without waiting for the next interval.
 		Watches(&v1beta2.Kyma{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfKyma),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	for _, src := range opts.Sources {
+		b = b.WatchesRawSource(src)
+	}
+	return b.
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),

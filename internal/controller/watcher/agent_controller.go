@@ -30,6 +30,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
@@ -86,7 +87,11 @@ type AgentReconciler struct {
 	Runtimes  *runtime.Clients
 	CA        *pki.CA
 	Recorder  events.EventRecorder
-	Options   AgentOptions
+	// Pause is the operator's pause policy (skip-reconciliation label and
+	// paused label groups): no work is done for a paused Kyma's runtime,
+	// the watcher's included.
+	Pause   pause.Policy
+	Options AgentOptions
 }
 
 // Reconcile follows the house skeleton: get, deletion, pause, finalizer,
@@ -107,7 +112,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		return ctrl.Result{}, r.finalize(ctx, kyma)
 	}
-	if kyma.Labels[v1beta2.SkipReconciliationLabel] == "true" {
+	if r.Pause.Paused(kyma) {
 		// All work on this runtime is paused, ours too.
 		return ctrl.Result{}, nil
 	}
@@ -328,6 +333,15 @@ func Paused(kyma *v1beta2.Kyma, selector labels.Selector) bool {
 		return true
 	}
 	return selector != nil && !selector.Empty() && selector.Matches(labels.Set(kyma.Labels))
+}
+
+// Reporting reports whether the Kyma's runtime is expected to report
+// changes: work on it is not paused by the operator's policy (then the
+// watcher leaves it alone too) and reporting is not paused for it (Paused).
+// The listener's fallback looks after only these runtimes when they go
+// silent.
+func Reporting(kyma *v1beta2.Kyma, work pause.Policy, reporting labels.Selector) bool {
+	return !work.Paused(kyma) && !Paused(kyma, reporting)
 }
 
 // CredentialsSecretName names the control-plane Secret with a Kyma's runtime

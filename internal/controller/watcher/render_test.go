@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
 )
 
@@ -183,6 +184,40 @@ func TestPaused(t *testing.T) {
 			kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels}}
 			if got := Paused(kyma, tt.selector); got != tt.want {
 				t.Fatalf("Paused() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A runtime is expected to report unless work on it is paused by the
+// operator's policy (skip-reconciliation label or a paused label group) or
+// its reporting is paused; only such runtimes count as silent.
+func TestReporting(t *testing.T) {
+	group, err := labels.Parse("region=eu-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportingGroup, err := labels.Parse("tier=canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{name: "nothing paused", labels: map[string]string{"region": "us-1"}, want: true},
+		{name: "skip-reconciliation", labels: map[string]string{v1beta2.SkipReconciliationLabel: "true"}, want: false},
+		{name: "skip-reconciliation in capitals", labels: map[string]string{v1beta2.SkipReconciliationLabel: "TRUE"}, want: false},
+		{name: "the operator's pause group", labels: map[string]string{"region": "eu-1"}, want: false},
+		{name: "reporting paused by label", labels: map[string]string{PausedLabel: "true"}, want: false},
+		{name: "reporting paused by group", labels: map[string]string{"tier": "canary"}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Labels: tt.labels}}
+			if got := Reporting(kyma, pause.Policy{Group: group}, reportingGroup); got != tt.want {
+				t.Fatalf("Reporting() = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -1,14 +1,14 @@
 // Package dev is `lmctl dev`: a local fleet in one command (SPEC R17). It
 // builds or reuses the control-plane binaries, starts a control plane and
 // kwok runtimes (or attaches existing clusters), a registry with the bundled
-// sample modules, a stand-in operator for the sample module, and the
-// lifecycle manager itself in-process; registers every runtime with a Kyma;
-// shows the fleet converge; and stays up until interrupted, then stops
-// everything it started.
+// sample modules, a stand-in operator for the sample module, the lifecycle
+// manager itself in-process and a runtime-watcher per local runtime;
+// registers every runtime with a Kyma; shows the fleet converge; and stays
+// up until interrupted, then stops everything it started.
 //
 // It is built from the same parts the end-to-end tests use (testcluster,
-// testregistry, samplemodules, operator.New), so that what a newcomer sees
-// is what the tests check.
+// testregistry, samplemodules, operator.New, agent), so that what a
+// newcomer sees is what the tests check.
 package dev
 
 import (
@@ -30,6 +30,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
@@ -176,8 +177,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 		OperatorLog:   logFile.Name(),
 		PID:           os.Getpid(),
 	}
-	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry.Host(), logFile)
+	intervals := devIntervals(len(opts.RuntimeKubeconfigs) > 0)
+	watchers, err := newRuntimeWatchers(ctx, logFile)
 	if err != nil {
+		return err
+	}
+	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry.Host(), intervals, watchers, logFile)
+	if err != nil {
+		watchers.stop()
 		return err
 	}
 	// Stopped before the clusters (defers run in reverse), so that it does
@@ -186,19 +193,26 @@ func Run(ctx context.Context, opts Options) (err error) {
 		announceStop()
 		err = errors.Join(err, op.stop())
 	}()
+	// The agents stop first: nothing is reported to a stopping operator.
+	defer func() {
+		announceStop()
+		watchers.stop()
+	}()
 
 	sampleCtx, stopSamples := context.WithCancel(ctx)
 	defer stopSamples()
 	for _, rt := range cl.runtimes {
-		if err := startRuntime(ctx, sampleCtx, kcpClient, rt, opts.Modules); err != nil {
+		if err := startRuntime(ctx, sampleCtx, kcpClient, rt, opts.Modules, watchers); err != nil {
 			return err
 		}
 		env.Runtimes = append(env.Runtimes, EnvironmentRuntime{
 			Name: rt.Name, RuntimeID: rt.ID, Kubeconfig: rt.KubeconfigPath, Attached: rt.Attached, Modules: opts.Modules,
 		})
 	}
-	fmt.Fprintf(out, "Registered %s with modules %s; the operator logs to %s.\n\n",
+	fmt.Fprintf(out, "Registered %s with modules %s; the operator logs to %s.\n",
 		plural(len(cl.runtimes), "runtime"), strings.Join(opts.Modules, ", "), env.OperatorLog)
+	describeWatchers(out, cl.runtimes, watchers, intervals)
+	fmt.Fprintln(out)
 
 	w := &watch{opts: opts, client: kcpClient, op: op, start: start, tracker: newTracker()}
 	fleet, err := w.untilReady(ctx)
@@ -221,7 +235,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		defer os.Remove(opts.ReadyFile)
 	}
-	printTour(out, env, opts.Modules, opts.Keep)
+	printTour(out, env, opts.Modules, opts.Keep, intervals.Ready)
 	if err := w.follow(ctx); err != nil {
 		return err
 	}
@@ -284,19 +298,40 @@ func prepareControlPlane(ctx context.Context, cl *clusters) (client.Client, erro
 }
 
 // startRuntime starts what runs beside one runtime (the sample module's
-// stand-in operator until sampleCtx ends, the runtime-watcher) and registers
-// it with a Kyma.
-func startRuntime(ctx, sampleCtx context.Context, kcp client.Client, rt *runtimeTarget, modules []string) error {
+// stand-in operator until sampleCtx ends, the runtime-watcher of a local
+// runtime) and registers it with a Kyma.
+func startRuntime(ctx, sampleCtx context.Context, kcp client.Client, rt *runtimeTarget, modules []string, watchers *runtimeWatchers) error {
 	// It polls: quickly on a local runtime, gently on someone's cluster.
 	interval := 200 * time.Millisecond
 	if rt.Attached {
 		interval = time.Second
 	}
 	go func() { _ = samplemodules.RunSampleOperator(sampleCtx, rt.config, interval) }()
-	if err := startRuntimeWatcher(ctx, rt); err != nil {
+	if err := watchers.start(rt); err != nil {
 		return fmt.Errorf("starting the runtime-watcher for %s: %w", rt.Name, err)
 	}
 	return register(ctx, kcp, Namespace, rt, modules)
+}
+
+// describeWatchers says which runtimes report their changes at once, and
+// why attached ones do not.
+func describeWatchers(out io.Writer, runtimes []*runtimeTarget, watchers *runtimeWatchers, intervals requeue.Intervals) {
+	var local, attached []string
+	for _, rt := range runtimes {
+		if rt.Attached {
+			attached = append(attached, rt.Name)
+		} else {
+			local = append(local, rt.Name)
+		}
+	}
+	if len(local) > 0 {
+		fmt.Fprintf(out, "Started a runtime-watcher for %s, reporting changes to the operator's listener at %s.\n",
+			strings.Join(local, ", "), watchers.listenerURL())
+	}
+	if len(attached) > 0 {
+		fmt.Fprintf(out, "No runtime-watcher for %s: an attached cluster cannot call this machine's loopback address; changes made there are picked up every %s.\n",
+			strings.Join(attached, ", "), intervals.Ready)
+	}
 }
 
 func describeRuntimes(opts Options) string {

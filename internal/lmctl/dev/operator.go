@@ -16,14 +16,23 @@ import (
 )
 
 // devIntervals suit a handful of runtimes on a laptop: installs are followed
-// closely, and drift made by hand in a runtime is healed within seconds,
-// since no runtime-watcher reports it yet.
-var devIntervals = requeue.Intervals{
-	Ready:      15 * time.Second,
-	Processing: 500 * time.Millisecond,
-	Error:      2 * time.Second,
-	Warning:    2 * time.Second,
-	Jitter:     0.1,
+// closely. A Ready Kyma or module is looked at again at the operator's
+// default interval, as in production: a local runtime's watcher reports
+// its owner's changes at once. Attached clusters have no watcher here, so
+// a session with one looks every 15 s, for their owners' changes to show
+// within seconds all the same.
+func devIntervals(attached bool) requeue.Intervals {
+	ready := requeue.DefaultIntervals().Ready
+	if attached {
+		ready = 15 * time.Second
+	}
+	return requeue.Intervals{
+		Ready:      ready,
+		Processing: 500 * time.Millisecond,
+		Error:      2 * time.Second,
+		Warning:    2 * time.Second,
+		Jitter:     0.1,
+	}
 }
 
 // runningOperator is the lifecycle manager running in this process.
@@ -50,18 +59,26 @@ func logToFile(path string) (*os.File, error) {
 }
 
 // startOperator runs the lifecycle manager in-process through operator.New,
-// the same wiring as the binary; it logs through logToFile's logger.
-func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHost string, logFile *os.File) (*runningOperator, error) {
+// the same wiring as the binary; it logs through logToFile's logger. Its
+// runtime watcher runs in local mode: the listener on the loopback port
+// watchers picked, each local runtime's agent registered by URL.
+func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHost string, intervals requeue.Intervals, watchers *runtimeWatchers, logFile *os.File) (*runningOperator, error) {
 	opts := operator.DefaultOptions()
 	opts.Config = kcp
 	opts.Namespace = namespace
-	// No ports: two sessions, or a session and a test, must not collide.
+	// No ports: two sessions, or a session and a test, must not collide (the
+	// watcher's listener takes a free one).
 	opts.MetricsAddr = "0"
 	opts.HealthProbeAddr = "0"
-	opts.Intervals = devIntervals
+	opts.Intervals = intervals
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 5 * time.Second
 	opts.Content.InsecureRegistries = []string{registryHost}
+	opts.Watcher = operator.WatcherOptions{
+		ListenerAddress: watchers.listenerAddress,
+		ListenerURL:     watchers.listenerURL(),
+		LocalAgentURL:   watchers.localAgentURL,
+	}
 
 	opCtx, cancel := context.WithCancel(ctx)
 	mgr, err := operator.New(opCtx, opts)

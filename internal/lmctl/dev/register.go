@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
@@ -41,6 +42,12 @@ func newKyma(namespace string, rt *runtimeTarget, modules []string) *v1beta2.Kym
 			Labels:    map[string]string{v1beta2.RuntimeIDLabel: rt.ID},
 		},
 		Spec: v1beta2.KymaSpec{Channel: v1beta2.DefaultChannel},
+	}
+	if rt.Attached {
+		// No agent can run for it (see runtimeWatchers): reporting paused,
+		// the operator puts no agent into someone's cluster and does not
+		// count the runtime as silent.
+		kyma.Labels[watcher.PausedLabel] = "true"
 	}
 	for _, name := range modules {
 		// Managed and the policy are spelled out: a Go zero value would be

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -15,7 +16,7 @@ import (
 // printTour tells a newcomer where everything is and what to try: commands
 // to copy, each of which changes something they can then watch converge in
 // the lines printed below the tour.
-func printTour(out io.Writer, env Environment, modules []string, keep bool) {
+func printTour(out io.Writer, env Environment, modules []string, keep bool, readyInterval time.Duration) {
 	lmctl := lmctlCommand()
 	fmt.Fprintf(out, "\nThe fleet (namespace %s of the control plane):\n", env.Namespace)
 	fmt.Fprintf(out, "  control plane  %s\n", env.KCPKubeconfig)
@@ -44,8 +45,13 @@ func printTour(out io.Writer, env Environment, modules []string, keep bool) {
 		fmt.Fprintf(out, "  kubectl --kubeconfig %s -n %s get configmaps\n", first.Kubeconfig, v1beta2.DefaultRuntimeNamespace)
 	}
 	owner := env.Runtimes[len(env.Runtimes)-1]
-	fmt.Fprintf(out, "\n  # As %s's owner, add it in the runtime's own Kyma (picked up on the next periodic reconcile,\n", owner.Name)
-	fmt.Fprintf(out, "  # within %s, since no runtime-watcher reports it yet):\n", devIntervals.Ready)
+	if owner.Attached {
+		fmt.Fprintf(out, "\n  # As %s's owner, add it in the runtime's own Kyma (picked up on the next periodic reconcile,\n", owner.Name)
+		fmt.Fprintf(out, "  # within %s: an attached cluster has no runtime-watcher here):\n", readyInterval)
+	} else {
+		fmt.Fprintf(out, "\n  # As %s's owner, add it in the runtime's own Kyma (its runtime-watcher reports the change\n", owner.Name)
+		fmt.Fprint(out, "  # at once; see \"Report accepted\" in the operator log):\n")
+	}
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s -n %s patch kyma %s --type=merge -p '{\"spec\":{\"modules\":[{\"name\":%q}]}}'\n",
 		owner.Kubeconfig, v1beta2.DefaultRuntimeNamespace, v1beta2.DefaultRuntimeKymaName, module)
 
