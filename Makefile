@@ -72,9 +72,14 @@ test: testbin ## Run all tests against real API servers (builds bin/ first).
 	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
 	cd api && $(GO) test $(GOTESTFLAGS) -count=1 ./...
 
+# Flags for the fleet benchmark, e.g. make bench BENCH_FLAGS="--kymas 1000 --modules 20 --runtimes 4";
+# go run ./cmd/fleet-bench --help lists them, docs/performance.md explains the figures.
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: testbin ## Run the benchmarks against real API servers and print their figures (BENCH_KYMAS, BENCH_MODULES).
+bench: testbin ## Run the benchmarks against real API servers and print their figures (BENCH_KYMAS, BENCH_MODULES; BENCH_FLAGS for the fleet benchmark).
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/e2e/ ./test/watcher/
+	$(GO) run ./cmd/fleet-bench $(BENCH_FLAGS)
 
 ##@ Tools
 

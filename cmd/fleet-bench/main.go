@@ -1,0 +1,145 @@
+// Command fleet-bench runs the scale benchmark (SPEC R14): a control plane,
+// runtime API servers and the operator in-process, N Kymas × M modules. It
+// prints its figures and writes them as JSON. Everything is in
+// internal/fleetbench; docs/performance.md explains the figures.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/fleetbench"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	opts := fleetbench.DefaultOptions()
+	var (
+		timeout    time.Duration
+		out        string
+		operatorLg bool
+		cpuProfile string
+		maxRSSGiB  = defaultMaxRSSGiB()
+		kcpQPS     = float64(opts.KCPQPS)
+		runtimeQPS = float64(opts.RuntimeQPS)
+	)
+	flag.IntVar(&opts.Kymas, "kymas", opts.Kymas, "Kymas (runtimes) to install.")
+	flag.IntVar(&opts.Modules, "modules", opts.Modules, "Modules per Kyma.")
+	flag.IntVar(&opts.Runtimes, "runtimes", opts.Runtimes, "Runtime API servers the Kymas share, round-robin; each Kyma uses a namespace of its own (spec.syncNamespace).")
+	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime (the product's default); each Kyma gets its own copy in its namespace.")
+	flag.BoolVar(&opts.Upgrade, "upgrade", opts.Upgrade, "Run the fleet-wide upgrade (channel moved to 2.0.0 for every module) after the install.")
+	flag.DurationVar(&opts.Idle, "idle", opts.Idle, "How long to measure the idle fleet after convergence; 0 skips it.")
+	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "The operator's concurrent Kyma reconciles.")
+	flag.IntVar(&opts.ManifestConcurrency, "manifest-concurrency", opts.ManifestConcurrency, "The operator's concurrent Manifest reconciles.")
+	flag.Float64Var(&kcpQPS, "kcp-qps", kcpQPS, "QPS of the operator's control-plane client; negative disables client-side limiting, as in production.")
+	flag.IntVar(&opts.KCPBurst, "kcp-burst", opts.KCPBurst, "Burst of the operator's control-plane client.")
+	flag.Float64Var(&runtimeQPS, "runtime-qps", runtimeQPS, "QPS of each runtime client of the operator.")
+	flag.IntVar(&opts.RuntimeBurst, "runtime-burst", opts.RuntimeBurst, "Burst of each runtime client of the operator.")
+	flag.IntVar(&opts.CreateConcurrency, "create-concurrency", opts.CreateConcurrency, "Kymas the benchmark registers at once.")
+	flag.IntVar(&opts.RawWrites, "raw-writes", opts.RawWrites, "Writes of the raw write-rate loop against the control plane; 0 skips it.")
+	flag.IntVar(&opts.RawConcurrency, "raw-concurrency", opts.RawConcurrency, "Workers of the raw write-rate loop.")
+	flag.DurationVar(&opts.SampleInterval, "sample", opts.SampleInterval, "How often progress is printed and the timeline sampled.")
+	flag.DurationVar(&timeout, "timeout", 30*time.Minute, "Stop the run after this long and report how far it got.")
+	flag.StringVar(&out, "out", filepath.Join(os.TempDir(), "fleet-bench", "bench-results.json"), "Where to write the JSON report.")
+	flag.BoolVar(&operatorLg, "operator-log", false, "Show the operator's logs on stderr.")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile of the whole run (the operator and the benchmark's client) to this file.")
+	flag.Float64Var(&maxRSSGiB, "max-rss-gib", maxRSSGiB, "Stop the run when the operator and the API servers hold more memory than this (GiB); 0 disables. The default is 60% of the machine's memory.")
+	flag.StringVar(&opts.HeapProfile, "heapprofile", "", "Write a heap profile, taken when the install ends, to this file.")
+	flag.Parse()
+	opts.KCPQPS = float32(kcpQPS)
+	opts.RuntimeQPS = float32(runtimeQPS)
+	opts.Progress = os.Stderr
+	opts.MaxRSSBytes = int64(maxRSSGiB * (1 << 30))
+
+	if operatorLg {
+		ctrl.SetLogger(zap.New())
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+	report, runErr := fleetbench.Run(ctx, opts)
+	if report == nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", runErr)
+		return 1
+	}
+	report.Print(os.Stdout)
+	if err := writeJSON(out, report); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+		return 1
+	}
+	fmt.Printf("\nJSON report: %s\n", out)
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", runErr)
+		return 1
+	}
+	return 0
+}
+
+// defaultMaxRSSGiB is 60% of the machine's memory: enough for the largest
+// fleet the machine can hold, while the rest of the machine keeps working.
+func defaultMaxRSSGiB() float64 {
+	var info syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&info); err != nil {
+		return 0
+	}
+	total := float64(info.Totalram) * float64(info.Unit)
+	return math.Round(0.6*total/(1<<30)*10) / 10
+}
+
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+func writeJSON(path string, report *fleetbench.Report) error {
+	data, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the report: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+// Package fleetbench runs the scale benchmark at a small size as part of
+// `make test`, so that the benchmark keeps working between the releases it
+// is run for (SPEC R14). It asserts correctness — every Kyma reaches Ready,
+// the report's figures are consistent — and never timings: those belong to
+// `make bench` and docs/performance.md.
+package fleetbench
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/fleetbench"
+)
+
+const (
+	kymas    = 10
+	modules  = 3
+	runtimes = 2
+)
+
+func TestSmallFleetConvergesAndReports(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	opts := fleetbench.DefaultOptions()
+	opts.Kymas, opts.Modules, opts.Runtimes = kymas, modules, runtimes
+	opts.RawWrites = 200
+	opts.Idle = 2 * time.Second
+	opts.SampleInterval = time.Second
+	opts.Progress = testWriter{t}
+	report, err := fleetbench.Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("the benchmark failed: %v", err)
+	}
+
+	// Correctness: every Kyma reached Ready at each phase's version.
+	if !report.Converged {
+		t.Errorf("the report says the fleet did not converge: %s", report.Error)
+	}
+	for _, p := range []*fleetbench.Phase{report.Install, report.Upgrade} {
+		if p == nil {
+			t.Fatal("a phase is missing from the report")
+		}
+		if !p.Converged || p.KymasDone != kymas || p.KymasTotal != kymas {
+			t.Errorf("%s: %d of %d Kymas done (converged %v), want all %d; not done: %v", p.Name, p.KymasDone, p.KymasTotal, p.Converged, kymas, p.NotDone)
+		}
+	}
+
+	// The figures hang together.
+	if report.Raw == nil || report.Raw.PerSecond <= 0 || report.Raw.Counted < float64(report.Raw.Writes) {
+		t.Errorf("raw write rate: %+v; want a positive rate and at least %d writes counted by the API server", report.Raw, opts.RawWrites)
+	}
+	install, upgrade := report.Install, report.Upgrade
+	if install.BenchWrites != 2*kymas {
+		t.Errorf("install: the benchmark wrote %d objects, want a Secret and a Kyma per Kyma (%d)", install.BenchWrites, 2*kymas)
+	}
+	if upgrade.BenchWrites != modules {
+		t.Errorf("upgrade: the benchmark wrote %d objects, want one ModuleReleaseMeta per module (%d)", upgrade.BenchWrites, modules)
+	}
+	for _, p := range []*fleetbench.Phase{install, upgrade} {
+		if p.OperatorKCPWrites < float64(p.MinimalKCPWrites) {
+			t.Errorf("%s: the operator wrote %v times to the control plane, fewer than the %d minimal writes", p.Name, p.OperatorKCPWrites, p.MinimalKCPWrites)
+		}
+		if p.Runtimes.Writes < float64(p.MinimalRuntimeWrites) {
+			t.Errorf("%s: %v writes to runtimes, fewer than the %d minimal writes", p.Name, p.Runtimes.Writes, p.MinimalRuntimeWrites)
+		}
+		if p.Efficiency <= 0 || p.Efficiency > 1 || p.MachineEfficiency < p.Efficiency {
+			t.Errorf("%s: efficiency %v, machine efficiency %v; want 0 < efficiency ≤ machine efficiency, efficiency ≤ 1", p.Name, p.Efficiency, p.MachineEfficiency)
+		}
+		if p.AverageKymaSeconds <= 0 || p.AverageKymaSeconds > p.MaxKymaSeconds || p.RuntimeMajorIdealSeconds <= 0 || p.RatioToIdeal <= 0 {
+			t.Errorf("%s: completion figures inconsistent: %+v", p.Name, p)
+		}
+		if p.OperatorCPUSeconds <= 0 || p.KymaReconciles < kymas || p.ManifestReconciles < kymas*modules {
+			t.Errorf("%s: operator CPU %v s, %v Kyma and %v Manifest reconciles", p.Name, p.OperatorCPUSeconds, p.KymaReconciles, p.ManifestReconciles)
+		}
+	}
+	if got := install.KCP.WritesByResource["manifests"]; got < kymas*modules {
+		t.Errorf("install: %v Manifest writes, want at least one per Manifest (%d)", got, kymas*modules)
+	}
+	if got := upgrade.Runtimes.WritesByResource["configmaps"]; got < kymas*modules {
+		t.Errorf("upgrade: %v ConfigMap writes in runtimes, want at least the changed ConfigMap per Manifest (%d)", got, kymas*modules)
+	}
+	for _, name := range []string{"kcp/kube-apiserver", "kcp/etcd", "runtime-0/kube-apiserver", "runtime-1/etcd"} {
+		if p, ok := report.Processes[name]; !ok || p.CPUSecondsByPhase["install"] <= 0 || p.PeakRSSBytes <= 0 {
+			t.Errorf("process %s: %+v (present %v); want CPU in the install and a peak RSS", name, p, ok)
+		}
+	}
+	if report.Idle == nil || report.Idle.Seconds < opts.Idle.Seconds() {
+		t.Errorf("idle: %+v, want at least %s measured", report.Idle, opts.Idle)
+	}
+	if report.Memory.PeakHeapInuseBytes == 0 || report.Memory.MaxRSSBytes == 0 {
+		t.Errorf("memory: %+v", report.Memory)
+	}
+
+	// The JSON report carries the same figures under stable keys.
+	data, err := json.Marshal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(data, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"scenario", "machine", "rawWrites", "install", "upgrade", "idle", "memory", "processes"} {
+		if _, ok := decoded[key]; !ok {
+			t.Errorf("the JSON report has no %q", key)
+		}
+	}
+	if kyma, _ := decoded["install"].(map[string]any)["kymasDone"].(float64); kyma != kymas {
+		t.Errorf("JSON install.kymasDone = %v, want %d", kyma, kymas)
+	}
+}
+
+// testWriter sends the benchmark's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
