@@ -140,9 +140,11 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 	case m == nil:
 		ms.State = v1beta2.StateProcessing
 		ms.Message = "Creating the module's Manifest"
-	case m.Status.ObservedGeneration != m.Generation || m.Status.State == "":
+	case m.Status.ObservedGeneration != m.Generation || m.Status.State == "" || m.Spec.Version != module.Version:
+		// The cache may still hold the Manifest as it was before this
+		// reconcile wrote the new version: its Ready is the old version's.
 		ms.State = v1beta2.StateProcessing
-		ms.Message = fmt.Sprintf("Installing version %s", m.Spec.Version)
+		ms.Message = fmt.Sprintf("Installing version %s", module.Version)
 		if m.Status.State == v1beta2.StateError {
 			ms.State = v1beta2.StateError
 			ms.Message = readyMessage(m)
