@@ -48,10 +48,18 @@ var (
 		Help:    "Time a module takes from Processing or Error to Ready.",
 		Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800},
 	}, []string{"module"})
+
+	// RuntimeSlotsFull counts reconciles that found every slot of their
+	// runtime taken (--max-workers-per-runtime) and requeued.
+	RuntimeSlotsFull = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifecycle_manager_runtime_slots_full_total",
+		Help: "Reconciles requeued because their runtime already had --max-workers-per-runtime reconciles at work.",
+	}, []string{"controller"})
 )
 
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
+	crmetrics.Registry.MustRegister(RuntimeSlotsFull)
 }
 
 // CountRequeue counts why a controller will look at an object again: the

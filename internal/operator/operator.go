@@ -71,6 +71,17 @@ type Options struct {
 	// Watcher configures the runtime watcher (SPEC R9); the zero value
 	// disables it.
 	Watcher WatcherOptions
+
+	// RuntimeRequestTimeout bounds every request to a runtime.
+	RuntimeRequestTimeout time.Duration
+	// ReconcileTimeout bounds one reconcile of a Kyma, Manifest or catalog
+	// copy; longer than RuntimeRequestTimeout, and than the 30 s that
+	// server-side apply waits for new CRDs to be established.
+	ReconcileTimeout time.Duration
+	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
+	// once, across controllers, so that a hanging runtime cannot hold every
+	// worker; zero means no cap.
+	MaxWorkersPerRuntime int
 }
 
 // ContentOptions configure where module content comes from.
@@ -101,6 +112,10 @@ func DefaultOptions() Options {
 		CatalogSync:         true,
 		CatalogConcurrency:  4,
 		Content:             ContentOptions{MemoryCacheBytes: 256 << 20},
+
+		RuntimeRequestTimeout: 30 * time.Second,
+		ReconcileTimeout:      3 * time.Minute,
+		MaxWorkersPerRuntime:  4,
 	}
 }
 
@@ -171,6 +186,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 
 	runtimes := runtime.NewClients(mgr.GetClient(), runtime.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
+		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
 	})
 	content, err := newContent(opts.Content)
 	if err != nil {
@@ -189,6 +205,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
 		Pause:         paused,
+
+		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,
 		MaxConcurrentReconciles: opts.KymaConcurrency,
@@ -206,6 +224,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
 		Pause:         paused,
+
+		ReconcileTimeout: opts.ReconcileTimeout,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
@@ -223,6 +243,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 			SyncNamespace: opts.SyncNamespace,
 			Resync:        opts.Intervals.Ready,
 			Pause:         paused,
+
+			ReconcileTimeout: opts.ReconcileTimeout,
 		}).SetupWithManager(mgr, opts.CatalogConcurrency); err != nil {
 			return nil, fmt.Errorf("setting up the catalog sync: %w", err)
 		}

@@ -6,6 +6,12 @@
 // Secret changes (new credentials, moved runtime) and when the caller reports
 // that the runtime refused or could not be reached with it, so the next
 // reconcile starts from the Secret again.
+//
+// A kubeconfig is data, never code: only inline credentials are accepted
+// (see ValidateKubeconfig), and the client is built from those fields alone.
+// Every request to a runtime has a timeout, and Slots caps how many
+// reconciles work on one runtime at once, so that one slow runtime cannot
+// stall the others.
 package runtime
 
 import (
@@ -14,13 +20,13 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -57,12 +63,20 @@ type Options struct {
 	Burst int
 	// Namespace is where kubeconfig Secrets live in the control plane.
 	Namespace string
+	// RequestTimeout bounds every request to a runtime, including
+	// discovery; zero means none.
+	RequestTimeout time.Duration
+	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
+	// once, across controllers; zero means no cap.
+	MaxWorkersPerRuntime int
 }
 
 // Clients hands out cached runtime clients.
 type Clients struct {
 	reader client.Reader
 	opts   Options
+
+	slots *Slots
 
 	mu       sync.Mutex
 	clusters map[string]*Cluster // by Kyma name
@@ -71,7 +85,13 @@ type Clients struct {
 // NewClients returns a cache of runtime clients. reader reads kubeconfig
 // Secrets from the control plane (the manager's cached client does).
 func NewClients(reader client.Reader, opts Options) *Clients {
-	return &Clients{reader: reader, opts: opts, clusters: map[string]*Cluster{}}
+	return &Clients{reader: reader, opts: opts, slots: NewSlots(opts.MaxWorkersPerRuntime), clusters: map[string]*Cluster{}}
+}
+
+// TryAcquire takes one of the named Kyma's runtime slots for controller; see
+// Slots.TryAcquire. Every controller that talks to runtimes shares them.
+func (c *Clients) TryAcquire(controller, kymaName string) (release func(), ok bool) {
+	return c.slots.TryAcquire(controller, kymaName)
 }
 
 // Get returns the client for the runtime of the named Kyma.
@@ -91,6 +111,7 @@ func (c *Clients) Get(ctx context.Context, kymaName string) (*Cluster, error) {
 
 	cluster, err := c.build(secret)
 	if err != nil {
+		c.Evict(kymaName)
 		return nil, err
 	}
 	c.mu.Lock()
@@ -161,12 +182,12 @@ func (c *Clients) build(secret *corev1.Secret) (*Cluster, error) {
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(raw)
+	kubeconfig, err := ValidateKubeconfig(raw)
 	if err != nil {
-		// The parser's message may quote the file; keep it out of status.
-		return nil, fmt.Errorf("%w: Secret %s/%s key %q does not parse as a kubeconfig",
-			ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
 	}
+	cfg := kubeconfig.RESTConfig()
+	cfg.Timeout = c.opts.RequestTimeout
 	if c.opts.QPS > 0 {
 		cfg.QPS = c.opts.QPS
 	}

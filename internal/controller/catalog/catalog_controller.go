@@ -49,6 +49,8 @@ type Reconciler struct {
 	Resync time.Duration
 	// Pause tells Kymas whose runtimes must not be touched.
 	Pause pause.Policy
+	// ReconcileTimeout bounds one reconcile; zero means none.
+	ReconcileTimeout time.Duration
 
 	mu      sync.Mutex
 	applied map[string]*runtimeState // by Kyma name
@@ -74,6 +76,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !kyma.DeletionTimestamp.IsZero() || r.Pause.Paused(kyma) {
 		return ctrl.Result{}, nil
 	}
+	release, ok := r.Runtimes.TryAcquire("catalog", kyma.Name)
+	if !ok {
+		return ctrl.Result{RequeueAfter: lmruntime.RetryAfter()}, nil
+	}
+	defer release()
+	ctx, cancel := lmruntime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	defer cancel()
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
 		return ctrl.Result{}, err

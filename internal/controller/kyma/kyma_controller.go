@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
@@ -43,6 +45,8 @@ type Reconciler struct {
 	SyncNamespace string
 	// Pause tells Kymas whose runtimes must not be touched.
 	Pause pause.Policy
+	// ReconcileTimeout bounds one reconcile; zero means none.
+	ReconcileTimeout time.Duration
 
 	catalog     *catalogSnapshot
 	ready       *readyClock
@@ -61,11 +65,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	metrics.KymaReconciles.Inc()
 
+	// A runtime that already has its share of workers waits its turn
+	// without holding one; status is left as it is meanwhile.
+	release, ok := r.Runtimes.TryAcquire("kyma", kyma.Name)
+	if !ok {
+		return ctrl.Result{RequeueAfter: runtime.RetryAfter()}, nil
+	}
+	defer release()
+	rctx, cancel := runtime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	defer cancel()
+
 	if !kyma.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
 			return ctrl.Result{}, nil
 		}
-		return r.finalize(ctx, kyma)
+		return r.finalize(rctx, kyma)
 	}
 
 	if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
@@ -81,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setPaused(kyma)
 		return ctrl.Result{}, statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus)
 	}
-	result, reconcileErr := r.reconcile(ctx, kyma)
+	result, reconcileErr := r.reconcile(rctx, kyma)
 	if err := statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
@@ -145,6 +159,11 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 		}
 	}
 	if runtimeErr != nil {
+		if errors.Is(runtimeErr, runtime.ErrKubeconfigRefused) && len(syncErrs) == 0 {
+			// Retrying cannot help: only a new Secret can, and a change of
+			// the Secret requeues the Kyma.
+			return ctrl.Result{}, reconcile.TerminalError(runtimeErr)
+		}
 		syncErrs = append(syncErrs, runtimeErr)
 	}
 	if err := errors.Join(syncErrs...); err != nil {

@@ -1,6 +1,7 @@
 package kyma
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 // Condition types of a Kyma.
@@ -32,6 +34,11 @@ const (
 	ReasonDeleting           = "Deleting"
 	ReasonPaused             = "SkipReconciliationLabel"
 	ReasonNotPaused          = "Reconciling"
+
+	// ReasonKubeconfigRefused: the runtime's kubeconfig asks for more than
+	// inline credentials (a plugin, a file, a proxy, skipped TLS
+	// verification); nothing is tried until its Secret changes.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
 )
 
 // stateRank orders states worst first for aggregation.
@@ -79,6 +86,12 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "All modules are ready"}
 	switch {
+	case errors.Is(runtimeErr, runtime.ErrKubeconfigRefused):
+		// The error names the Secret, the refused field and the fix, and
+		// never a value of the kubeconfig.
+		state = v1beta2.StateError
+		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonKubeconfigRefused,
+			Message: runtimeErr.Error()}
 	case runtimeErr != nil:
 		state = v1beta2.StateError
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonRuntimeUnavailable,

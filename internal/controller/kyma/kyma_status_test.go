@@ -2,6 +2,7 @@ package kyma
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 func manifestIn(state v1beta2.State, generation int64, message string) *v1beta2.Manifest {
@@ -56,6 +58,10 @@ func TestSetStatus(t *testing.T) {
 			wantModule: v1beta2.StateUnmanaged, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
 		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
+		{name: "refused kubeconfig has its own reason", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""),
+			runtimeErr: fmt.Errorf("%w: Secret kcp-system/k key \"config\" is refused: %w", runtime.ErrInvalidKubeconfig,
+				&runtime.FieldError{Field: "users[0].user.exec", Problem: "exec plugins are refused"}),
+			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonKubeconfigRefused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

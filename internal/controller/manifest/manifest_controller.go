@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,8 @@ type Reconciler struct {
 	SyncNamespace string
 	// Pause tells Kymas whose runtimes must not be touched.
 	Pause pause.Policy
+	// ReconcileTimeout bounds one reconcile; zero means none.
+	ReconcileTimeout time.Duration
 }
 
 // Reconcile follows the house skeleton: get, deletion, finalizer, then
@@ -75,11 +78,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
+	// A runtime that already has its share of workers waits its turn
+	// without holding one; status is left as it is meanwhile.
+	release, ok := r.Runtimes.TryAcquire("manifest", kymaName(manifest))
+	if !ok {
+		return ctrl.Result{RequeueAfter: runtime.RetryAfter()}, nil
+	}
+	defer release()
+	rctx, cancel := runtime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	defer cancel()
+
 	if !manifest.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(manifest, v1beta2.ManifestFinalizer) {
 			return ctrl.Result{}, nil
 		}
-		return r.finalize(ctx, manifest)
+		return r.finalize(rctx, manifest)
 	}
 	if !kymaFound {
 		return ctrl.Result{}, nil
@@ -94,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	base := manifest.DeepCopy()
-	result, reconcileErr := r.reconcile(ctx, manifest)
+	result, reconcileErr := r.reconcile(rctx, manifest)
 	if err := statuspatch.IfChanged(ctx, r.Client, base, manifest, manifestStatus); err != nil {
 		return ctrl.Result{}, errors.Join(reconcileErr, err)
 	}
