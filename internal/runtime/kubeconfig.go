@@ -75,6 +75,7 @@ func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
 	refuse := func(field, problem string) {
 		problems = append(problems, &FieldError{Field: field, Problem: problem})
 	}
+	checkUnknownFields(raw, refuse)
 
 	clusters := map[string]*clientcmdv1.Cluster{}
 	for i := range cfg.Clusters {
@@ -120,6 +121,65 @@ func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
 		KeyData:       user.ClientKeyData,
 		Token:         user.Token,
 	}, nil
+}
+
+// knownClusterFields and knownUserFields are the keys of a cluster and a user
+// in kubeconfig v1, lower-cased as the JSON decoding matches them
+// case-insensitively. Known fields that are refused get their own message;
+// any other key is refused too, since a misspelt field that were silently
+// ignored would change what the operator does (no CA, no credentials)
+// without saying so.
+var (
+	knownClusterFields = fieldSet("server", "tls-server-name", "insecure-skip-tls-verify", "certificate-authority",
+		"certificate-authority-data", "proxy-url", "disable-compression", "extensions")
+	knownUserFields = fieldSet("client-certificate", "client-certificate-data", "client-key", "client-key-data", "token",
+		"tokenfile", "as", "as-uid", "as-groups", "as-user-extra", "username", "password", "auth-provider", "exec", "extensions")
+)
+
+func fieldSet(names ...string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
+
+// checkUnknownFields refuses clusters and users with keys kubeconfig v1 does
+// not have. The key is not quoted: a mangled file can turn a value into a
+// key.
+func checkUnknownFields(raw []byte, refuse func(field, problem string)) {
+	var doc struct {
+		Clusters []struct {
+			Cluster map[string]any `json:"cluster"`
+		} `json:"clusters"`
+		Users []struct {
+			User map[string]any `json:"user"`
+		} `json:"users"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return // the typed parse already failed or will say so
+	}
+	for i, c := range doc.Clusters {
+		if hasUnknown(c.Cluster, knownClusterFields) {
+			refuse(fmt.Sprintf("clusters[%d].cluster", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
+				"keep only server, certificate-authority-data and tls-server-name")
+		}
+	}
+	for i, u := range doc.Users {
+		if hasUnknown(u.User, knownUserFields) {
+			refuse(fmt.Sprintf("users[%d].user", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
+				"keep only client-certificate-data and client-key-data, or token")
+		}
+	}
+}
+
+func hasUnknown(fields map[string]any, known map[string]bool) bool {
+	for k := range fields {
+		if !known[strings.ToLower(k)] {
+			return true
+		}
+	}
+	return false
 }
 
 // currentContext resolves the cluster and user that the current context

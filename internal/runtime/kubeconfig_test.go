@@ -114,6 +114,9 @@ func TestValidateKubeconfig(t *testing.T) {
     exec: {command: sh}`)...),
 			fields: []string{"users[1].user.exec"},
 		},
+		{name: "misspelt field", raw: kubeconfig(server+"\ncertificate-authority-date: "+b64(cert), tokenUser), fields: []string{"clusters[0].cluster"}},
+		{name: "unknown user field", raw: kubeconfig(server, tokenUser+"\ntoken-file: /t"), fields: []string{"users[0].user"}},
+		{name: "upper-case exec is exec", raw: kubeconfig(server, tokenUser+"\nEXEC: {command: sh}"), fields: []string{"users[0].user.exec"}},
 		{name: "not YAML", raw: []byte("{{{" + secretToken), fields: []string{"kubeconfig"}},
 		{name: "empty", raw: nil, fields: []string{"current-context"}},
 		{
