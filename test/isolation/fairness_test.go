@@ -50,7 +50,7 @@ func startHangingWebhook(t *testing.T) *hangingWebhook {
 func (h *hangingWebhook) serve(w http.ResponseWriter, r *http.Request) {
 	review := &admissionv1.AdmissionReview{}
 	if err := json.NewDecoder(r.Body).Decode(review); err != nil || review.Request == nil ||
-		!strings.HasPrefix(review.Request.Name, "cm-") {
+		!strings.HasPrefix(review.Request.Name, "mod-") {
 		http.Error(w, "not a module object", http.StatusBadRequest)
 		return
 	}
@@ -125,7 +125,7 @@ func TestHungRuntimeDoesNotStallOtherRuntimes(t *testing.T) {
 	hook.install(t, env.clients[0])
 
 	// The hung runtime holds as many workers as it may.
-	Eventually(func() int {
+	NewWithT(t).Eventually(func() int {
 		inFlight, _, _ := hook.counts()
 		return inFlight
 	}, timeout, interval).Should(BeNumerically(">=", maxWorkersPerRuntime), "the webhook is not holding the hung runtime's requests")
@@ -133,20 +133,20 @@ func TestHungRuntimeDoesNotStallOtherRuntimes(t *testing.T) {
 	other := newKyma(t, "healthy", healthy.Kubeconfig(), healthy.Kubeconfig(), "", moduleName(0))
 	// The bound is shorter than the webhook's 30 s: without the cap, no
 	// worker would be free before then.
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		kyma := other.get(g)
 		g.Expect(string(kyma.Status.State)).To(Equal("Ready"), "Kyma %s: %s", other.name, describe(kyma))
 	}, 25*time.Second, interval).Should(Succeed(), "a hung runtime stalled another runtime's module")
 
-	stuckKyma := stuck.get(Default)
-	Expect(string(stuckKyma.Status.State)).NotTo(Equal("Ready"), "the hung runtime must still be stuck, or the test proves nothing: %s", describe(stuckKyma))
+	stuckKyma := stuck.get(NewWithT(t))
+	NewWithT(t).Expect(string(stuckKyma.Status.State)).NotTo(Equal("Ready"), "the hung runtime must still be stuck, or the test proves nothing: %s", describe(stuckKyma))
 	_, maxInFlight, received := hook.counts()
-	Expect(received).To(BeNumerically(">", 0))
+	NewWithT(t).Expect(received).To(BeNumerically(">", 0))
 	t.Logf("Webhook: %d requests received, at most %d held at once (cap %d per runtime, %d workers)", received, maxInFlight, maxWorkersPerRuntime, manifestWorkers)
 
 	// A Manifest on the hung runtime ends in Error with a timeout, well
 	// before the webhook's own 30 s.
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		var messages []string
 		for _, m := range stuck.manifests(g) {
 			if m.Status.State == v1beta2.StateError {

@@ -65,7 +65,7 @@ func newKyma(t *testing.T, name string, realConfig, secretConfig []byte, syncNam
 // setKubeconfig replaces the kubeconfig in the Kyma's Secret.
 func (k *testKyma) setKubeconfig(t *testing.T, config []byte) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		secret := &corev1.Secret{}
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-kubeconfig"}, secret)).To(Succeed())
 		secret.Data["config"] = config

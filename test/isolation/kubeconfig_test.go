@@ -99,11 +99,13 @@ func TestKubeconfigIsDataNeverCode(t *testing.T) {
 		name       string
 		kubeconfig []byte
 		field      string
+		fix        string // part of what the condition tells to do
 	}{
 		{
 			name:       "exec",
 			kubeconfig: hostileKubeconfig(server, fmt.Sprintf(`exec: {apiVersion: client.authentication.k8s.io/v1, command: sh, args: [-c, "touch %s"]}`, marker)),
 			field:      "users[0].user.exec",
+			fix:        "a client certificate (client-certificate-data and client-key-data) or a token",
 		},
 		{
 			name: "tokenfile",
@@ -111,16 +113,19 @@ func TestKubeconfigIsDataNeverCode(t *testing.T) {
 				fmt.Sprintf("server: %s\n    certificate-authority-data: %s", tlsListener.URL, b64(tlsListener.caPEM())),
 				"tokenFile: "+tokenFile),
 			field: "users[0].user.tokenFile",
+			fix:   "put the token inline in token",
 		},
 		{
 			name:       "insecure",
 			kubeconfig: hostileKubeconfig(fmt.Sprintf("server: %s\n    insecure-skip-tls-verify: true", tlsListener.URL), "token: "+inlineToken),
 			field:      "clusters[0].cluster.insecure-skip-tls-verify",
+			fix:        "put the runtime's CA in certificate-authority-data",
 		},
 		{
 			name:       "proxy",
 			kubeconfig: hostileKubeconfig(server+"\n    proxy-url: "+proxy.URL, certUser),
 			field:      "clusters[0].cluster.proxy-url",
+			fix:        "connects to the server directly",
 		},
 	}
 
@@ -134,14 +139,13 @@ func TestKubeconfigIsDataNeverCode(t *testing.T) {
 	for i, c := range cases {
 		k := kymas[i]
 		var refused time.Time
-		Eventually(func(g Gomega) {
+		NewWithT(t).Eventually(func(g Gomega) {
 			kyma := k.get(g)
 			cond := readyCondition(g, kyma)
 			g.Expect(cond.Reason).To(Equal(kymactrl.ReasonKubeconfigRefused), "Kyma %s: %s", k.name, describe(kyma))
 			g.Expect(cond.Message).To(ContainSubstring(c.field), "the condition names the refused field")
 			g.Expect(cond.Message).To(ContainSubstring(k.name+"-kubeconfig"), "the condition names the Secret")
-			g.Expect(cond.Message).To(Or(ContainSubstring("client-certificate-data"), ContainSubstring("certificate-authority-data"), ContainSubstring("directly")),
-				"the condition says what to put instead")
+			g.Expect(cond.Message).To(ContainSubstring(c.fix), "the condition says what to do instead")
 			g.Expect(cond.Message).NotTo(Or(ContainSubstring(inlineToken), ContainSubstring(fileToken), ContainSubstring(b64(cfg.KeyData))),
 				"the condition carries no credential")
 			g.Expect(string(kyma.Status.State)).To(Equal("Error"))
@@ -149,7 +153,7 @@ func TestKubeconfigIsDataNeverCode(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 
 		// Terminal and stable: no flapping while the Secret stays as it is.
-		Consistently(func(g Gomega) {
+		NewWithT(t).Consistently(func(g Gomega) {
 			cond := readyCondition(g, k.get(g))
 			g.Expect(cond.Reason).To(Equal(kymactrl.ReasonKubeconfigRefused))
 			g.Expect(cond.LastTransitionTime.Time).To(Equal(refused))
@@ -157,21 +161,21 @@ func TestKubeconfigIsDataNeverCode(t *testing.T) {
 	}
 
 	_, err := os.Stat(marker)
-	Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin ran inside the operator (stat: %v)", err)
-	Expect(tlsListener.requests.Load()).To(BeZero(), "a refused kubeconfig reached its server")
-	Expect(tlsListener.withToken.Load()).To(BeZero(), "a token was sent to a refused kubeconfig's server")
-	Expect(proxy.requests.Load()).To(BeZero(), "a refused kubeconfig's proxy was used")
+	NewWithT(t).Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin ran inside the operator (stat: %v)", err)
+	NewWithT(t).Expect(tlsListener.requests.Load()).To(BeZero(), "a refused kubeconfig reached its server")
+	NewWithT(t).Expect(tlsListener.withToken.Load()).To(BeZero(), "a token was sent to a refused kubeconfig's server")
+	NewWithT(t).Expect(proxy.requests.Load()).To(BeZero(), "a refused kubeconfig's proxy was used")
 
 	// Inline credentials are accepted: the Kymas converge.
 	for _, k := range kymas {
 		k.setKubeconfig(t, rt.Kubeconfig())
 	}
 	for _, k := range kymas {
-		Eventually(func(g Gomega) {
+		NewWithT(t).Eventually(func(g Gomega) {
 			kyma := k.get(g)
 			g.Expect(string(kyma.Status.State)).To(Equal("Ready"), "Kyma %s: %s", k.name, describe(kyma))
 		}, timeout, interval).Should(Succeed())
 	}
 	_, err = os.Stat(marker)
-	Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin ran inside the operator")
+	NewWithT(t).Expect(os.IsNotExist(err)).To(BeTrue(), "the exec plugin ran inside the operator")
 }

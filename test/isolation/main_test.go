@@ -158,8 +158,12 @@ func setup(ctx context.Context) error {
 	return nil
 }
 
+// moduleNames are the published modules' names (module names are letters
+// only).
+var moduleNames = []string{"mod-alpha", "mod-bravo", "mod-charlie", "mod-delta", "mod-echo", "mod-foxtrot", "mod-golf", "mod-hotel"}
+
 // moduleName is the name of the i-th published module.
-func moduleName(i int) string { return fmt.Sprintf("cm-%d", i) }
+func moduleName(i int) string { return moduleNames[i] }
 
 // publishModules pushes moduleCount modules of one ConfigMap each, labelled
 // for the hanging webhook, and puts version 1.0.0 in channel regular.
