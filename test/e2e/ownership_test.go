@@ -207,7 +207,9 @@ func TestOwnershipNamespaces(t *testing.T) {
 	ns := &corev1.Namespace{}
 	Expect(rc.Get(ctx, client.ObjectKey{Name: shared}, ns)).To(Succeed())
 	Expect(ns.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, creator), "the guest uses the namespace as it is")
-	t.Cleanup(func() { _ = rc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}}) })
+	t.Cleanup(func() {
+		_ = rc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}})
+	})
 
 	k.withModules(t, module(samplemodules.Evolving), module(guest))
 	k.eventuallyManifestGone(t, creator)
