@@ -73,6 +73,16 @@ func (k *testKyma) eventuallyManifestGone(t *testing.T, moduleName string) {
 	}, timeout, interval).Should(Succeed())
 }
 
+// eventuallyModuleReady waits until the module itself is Ready: the Kyma
+// may still be Ready from before the module was added.
+func (k *testKyma) eventuallyModuleReady(t *testing.T, moduleName string) {
+	t.Helper()
+	Eventually(func(g Gomega) {
+		m := k.moduleStatus(g, moduleName)
+		g.Expect(m.State).To(Equal(v1beta2.StateReady), m.Message)
+	}, timeout, interval).Should(Succeed())
+}
+
 func (k *testKyma) eventuallyModuleConflict(t *testing.T, moduleName string, names ...string) {
 	t.Helper()
 	Eventually(func(g Gomega) {
@@ -186,8 +196,8 @@ func TestOwnershipRuntimeOwnersObjectIsNotTakenOver(t *testing.T) {
 func TestOwnershipNamespaces(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
-	const creator, guest = "ns-creator", "ns-guest"
-	const shared, solo = "ns-creator-shared", "ns-creator-solo"
+	const creator, guest = "spaces-creator", "spaces-guest"
+	const shared, solo = "spaces-shared", "spaces-solo"
 	rawModule(t, creator,
 		namespaceYAML(v1beta2.DefaultRuntimeNamespace), namespaceYAML(shared), namespaceYAML(solo),
 		configMapYAML("", creator+"-config", "module", creator),
@@ -198,7 +208,7 @@ func TestOwnershipNamespaces(t *testing.T) {
 	k := newKyma(t, module(samplemodules.Evolving), module(creator))
 	k.eventuallyReady(t)
 	k.withModules(t, module(samplemodules.Evolving), module(creator), module(guest))
-	k.eventuallyReady(t)
+	k.eventuallyModuleReady(t, guest)
 
 	rc := k.runtime.client
 	syncNamespace := &corev1.Namespace{}
@@ -250,7 +260,7 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 	k.createInRuntime(t, owners)
 
 	k.withModules(t, module(name))
-	k.eventuallyReady(t)
+	k.eventuallyModuleReady(t, name)
 	adopted := &corev1.ConfigMap{}
 	Expect(k.inRuntime(adopted, "adoptee")).To(Succeed())
 	Expect(adopted.UID).To(Equal(owners.UID), "adopted, not recreated")
@@ -361,7 +371,7 @@ func TestOwnershipDefaultCustomResourceOfTheRuntimeOwnerIsNotDeleted(t *testing.
 	k.createInRuntime(t, owners)
 
 	k.withModules(t, module(provider), module(name))
-	k.eventuallyReady(t)
+	k.eventuallyModuleReady(t, name)
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(gadgetKind)
 	Expect(k.inRuntime(got, "default")).To(Succeed())
