@@ -4,7 +4,8 @@
 //
 // The heavy lifting — dry-run diff so unchanged objects are not written,
 // staged apply with CRDs and Namespaces first — is fluxcd/pkg/ssa's; this
-// package adds the inventory and the ownership guard around it.
+// package adds the inventory and the ownership guard around it: a module
+// writes and deletes only what is its own (ownership.go, module.go).
 package apply
 
 import (
@@ -38,6 +39,7 @@ type Result struct {
 // Applier applies to one runtime.
 type Applier struct {
 	manager *ssa.ResourceManager
+	client  client.Client
 }
 
 // NewApplier returns an Applier for the runtime reached through c, applying
@@ -53,12 +55,14 @@ func NewApplierAs(c client.Client, mapper meta.RESTMapper, fieldManager string) 
 	poller := polling.NewStatusPoller(c, mapper, polling.Options{})
 	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: fieldManager, Group: "operator.kyma-project.io"})
 	manager.SetConcurrency(4)
-	return &Applier{manager: manager}
+	return &Applier{manager: manager, client: c}
 }
 
 // Apply server-side applies objects: CRDs, ClusterRoles and Namespaces first
 // (waiting until they are established), then the rest. Objects that did not
-// drift are not written.
+// drift are not written. It takes over whatever exists under the objects'
+// names, so it is for the operator's own objects; a module's content goes
+// through ApplyModule, which never takes over what is not the module's.
 func (a *Applier) Apply(ctx context.Context, objects []*unstructured.Unstructured) (Result, error) {
 	opts := ssa.DefaultApplyOptions()
 	opts.WaitInterval = 200 * time.Millisecond
@@ -76,26 +80,10 @@ func (a *Applier) Apply(ctx context.Context, objects []*unstructured.Unstructure
 	return result, nil
 }
 
-// Prune deletes the objects of the old inventory that are not in the new one,
-// but only those that carry this operator's managed-by label: an object we do
-// not own is never touched. It returns the objects it could not delete; they
-// stay in the inventory for the next attempt.
-func (a *Applier) Prune(ctx context.Context, old, current []v1beta2.Resource) ([]v1beta2.Resource, error) {
-	keep := map[string]bool{}
-	for _, r := range current {
-		keep[key(r)] = true
-	}
-	var stale []v1beta2.Resource
-	for _, r := range old {
-		if !keep[key(r)] {
-			stale = append(stale, r)
-		}
-	}
-	return a.Delete(ctx, stale)
-}
-
-// Delete deletes the given objects (guarded by ownership, like Prune) and
-// returns those that failed.
+// Delete deletes the given objects that carry this operator's managed-by
+// label and returns those that failed. It is for the operator's own objects
+// in a runtime (the watcher agent); a module's objects are removed with
+// RemoveModule, which checks the module's own labels.
 func (a *Applier) Delete(ctx context.Context, resources []v1beta2.Resource) ([]v1beta2.Resource, error) {
 	if len(resources) == 0 {
 		return nil, nil

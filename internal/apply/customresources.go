@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,53 +17,96 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
+// CustomResourceState is what EnsureCustomResource found or did.
+type CustomResourceState int
+
+const (
+	// CustomResourceCreated: it did not exist and was created.
+	CustomResourceCreated CustomResourceState = iota
+	// CustomResourceExists: it exists and is the module's.
+	CustomResourceExists
+	// CustomResourceNotOurs: a resource of that name exists and is not the
+	// module's (the runtime owner created it). It is used as it is and never
+	// deleted with the module.
+	CustomResourceNotOurs
+)
+
 // EnsureCustomResource creates the module's default custom resource when it
-// is absent. An existing one is never overwritten: after creation it belongs
-// to the runtime owner. It reports whether it created the resource.
-func EnsureCustomResource(ctx context.Context, c client.Client, cr *unstructured.Unstructured) (bool, error) {
-	existing := &unstructured.Unstructured{}
+// is absent. An existing one is never overwritten: after creation its spec
+// belongs to the runtime owner.
+func EnsureCustomResource(ctx context.Context, c client.Client, cr *unstructured.Unstructured, owner Owner) (CustomResourceState, error) {
+	existing := &metav1.PartialObjectMetadata{}
 	existing.SetGroupVersionKind(cr.GroupVersionKind())
+	subject := describe(cr.GetKind(), cr.GetNamespace(), cr.GetName())
 	err := c.Get(ctx, client.ObjectKeyFromObject(cr), existing)
 	if err == nil {
-		return false, nil
+		if owner.Owns(existing.Labels) {
+			return CustomResourceExists, nil
+		}
+		return CustomResourceNotOurs, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("reading %s %s: %w", cr.GetKind(), client.ObjectKeyFromObject(cr), err)
+		return 0, fmt.Errorf("reading %s: %w", subject, err)
 	}
 	if err := c.Create(ctx, cr.DeepCopy(), client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return false, nil
+			return CustomResourceExists, nil // the next reconcile looks at whose it is
 		}
-		return false, fmt.Errorf("creating %s %s: %w", cr.GetKind(), client.ObjectKeyFromObject(cr), err)
+		return 0, fmt.Errorf("creating %s: %w", subject, err)
 	}
-	return true, nil
+	return CustomResourceCreated, nil
 }
 
-// DeleteCustomResource deletes the module's default custom resource and
-// reports whether it is gone.
-func DeleteCustomResource(ctx context.Context, c client.Client, cr *unstructured.Unstructured) (bool, error) {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(cr.GroupVersionKind())
-	obj.SetName(cr.GetName())
-	obj.SetNamespace(cr.GetNamespace())
-	err := c.Delete(ctx, obj)
+// CustomResourceDeletion is what DeleteCustomResource found or did.
+type CustomResourceDeletion int
+
+const (
+	// CustomResourceGone: it does not exist (any more).
+	CustomResourceGone CustomResourceDeletion = iota
+	// CustomResourceDeleting: its deletion started; the module's operator
+	// finishes it.
+	CustomResourceDeleting
+	// CustomResourceLeft: it is not the module's and was left alone.
+	CustomResourceLeft
+)
+
+// DeleteCustomResource deletes the module's default custom resource if it is
+// the module's: one that the runtime owner created under the same name is
+// never deleted.
+func DeleteCustomResource(ctx context.Context, c client.Client, cr *unstructured.Unstructured, owner Owner) (CustomResourceDeletion, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(cr.GroupVersionKind())
+	subject := describe(cr.GetKind(), cr.GetNamespace(), cr.GetName())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), live); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return CustomResourceGone, nil
+		}
+		return 0, fmt.Errorf("reading %s: %w", subject, err)
+	}
+	if !owner.Owns(live.Labels) {
+		return CustomResourceLeft, nil
+	}
+	if live.DeletionTimestamp != nil {
+		return CustomResourceDeleting, nil
+	}
+	uid := live.UID
+	err := c.Delete(ctx, live, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
-		return false, nil // deletion started; the module operator finishes it
+		return CustomResourceDeleting, nil
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return true, nil
+		return CustomResourceGone, nil
 	default:
-		return false, fmt.Errorf("deleting %s %s: %w", cr.GetKind(), client.ObjectKeyFromObject(cr), err)
+		return 0, fmt.Errorf("deleting %s: %w", subject, err)
 	}
 }
 
-// RemainingCustomResources lists, for every CRD in the inventory, the custom
-// resources of it that still exist in the runtime. Module removal waits until
-// there are none, so that module operators can clean up what they created.
-// It returns "Kind namespace/name" strings, sorted, at most limit of them,
-// and the total count.
-func RemainingCustomResources(ctx context.Context, c client.Client, inventory []v1beta2.Resource, limit int) ([]string, int, error) {
-	var found []string
+// CustomResourcesOf lists, for every CRD in the inventory, the custom
+// resources of it that exist in the runtime (metadata only), in a stable
+// order. Module removal waits until there are none, so that module
+// operators can clean up what they created.
+func CustomResourcesOf(ctx context.Context, c client.Client, inventory []v1beta2.Resource) ([]v1beta2.Resource, error) {
+	var found []v1beta2.Resource
 	for _, r := range inventory {
 		if r.Kind != "CustomResourceDefinition" || r.Group != apiextensionsv1.GroupName {
 			continue
@@ -71,31 +116,58 @@ func RemainingCustomResources(ctx context.Context, c client.Client, inventory []
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, 0, fmt.Errorf("reading CRD %s: %w", r.Name, err)
+			return nil, fmt.Errorf("reading CRD %s: %w", r.Name, err)
 		}
 		version := storageVersion(crd)
-		list := &unstructured.UnstructuredList{}
+		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.ListKind})
 		if err := c.List(ctx, list); err != nil {
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, 0, fmt.Errorf("listing %s: %w", crd.Spec.Names.Plural, err)
+			return nil, fmt.Errorf("listing %s: %w", crd.Spec.Names.Plural, err)
 		}
 		for _, item := range list.Items {
-			name := item.GetName()
-			if ns := item.GetNamespace(); ns != "" {
-				name = ns + "/" + name
-			}
-			found = append(found, crd.Spec.Names.Kind+" "+name)
+			found = append(found, v1beta2.Resource{
+				GroupVersionKind: metav1.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
+				Name:             item.GetName(),
+				Namespace:        item.GetNamespace(),
+			})
 		}
 	}
-	sort.Strings(found)
-	total := len(found)
-	if len(found) > limit {
-		found = found[:limit]
+	sort.Slice(found, func(i, j int) bool { return key(found[i]) < key(found[j]) })
+	return found, nil
+}
+
+// InInventory splits resources into those that are in the inventory (by
+// group, kind, namespace and name) and the others.
+func InInventory(resources, inventory []v1beta2.Resource) (in, out []v1beta2.Resource) {
+	known := make(map[string]bool, len(inventory))
+	for _, r := range inventory {
+		known[key(r)] = true
 	}
-	return found, total, nil
+	for _, r := range resources {
+		if known[key(r)] {
+			in = append(in, r)
+		} else {
+			out = append(out, r)
+		}
+	}
+	return in, out
+}
+
+// Describe names resources for people ("Kind namespace/name"), at most limit
+// of them, with how many more there are.
+func Describe(resources []v1beta2.Resource, limit int) string {
+	names := make([]string, 0, min(len(resources), limit))
+	for i, r := range resources {
+		if i == limit {
+			names = append(names, fmt.Sprintf("and %d more", len(resources)-i))
+			break
+		}
+		names = append(names, describe(r.Kind, r.Namespace, r.Name))
+	}
+	return strings.Join(names, ", ")
 }
 
 func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {

@@ -39,8 +39,12 @@ func TestUnmanagedModuleKeepsItsResources(t *testing.T) {
 	Expect(cm.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel))
 	k.eventuallyReady(t)
 
-	// The runtime's clean-up at the end of the test removes it; so would its owner.
+	// The runtime's owner now owns them: remove them as they would, so that
+	// the next Kyma on this runtime does not find them in its way (a module
+	// never takes over objects that are not its own).
 	Expect(k.runtime.client.Delete(context.Background(), cm)).To(Succeed())
+	Expect(k.runtime.client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "evolving-dropped-in-2", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
 }
 
 // TestKymaOfAVanishedRuntimeCanBeDeleted deletes the Kyma of a runtime

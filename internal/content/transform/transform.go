@@ -14,6 +14,18 @@ import (
 // put it there in the control plane.
 const OwnedByAnnotation = "operator.kyma-project.io/owned-by"
 
+// AdoptAnnotation, set to "true" on an object in a module's content, lets
+// the module adopt that object when it already exists in the runtime without
+// any module's labels (the runtime owner's). Without it such an object is an
+// ownership conflict and is never taken over.
+const AdoptAnnotation = "operator.kyma-project.io/adopt"
+
+// AdoptedAnnotation is the operator's record, written on an object when a
+// module adopted it rather than created it: on removal an adopted object is
+// released (our labels taken off), never deleted. It is the operator's to
+// write, so a module's content cannot set it.
+const AdoptedAnnotation = "operator.kyma-project.io/adopted"
+
 // Options say whose objects they are and where they go.
 type Options struct {
 	// KymaName and ModuleName end up in the ownership labels.
@@ -86,5 +98,9 @@ func markOwnership(obj *unstructured.Unstructured, opts Options) {
 		annotations = map[string]string{}
 	}
 	annotations[OwnedByAnnotation] = opts.Manifest.Namespace + "/" + opts.Manifest.Name
+	// Whether an object was adopted is decided in the runtime, not claimed
+	// by content: a module that could set it could keep its objects from
+	// ever being deleted, or mark an object as adopted that it created.
+	delete(annotations, AdoptedAnnotation)
 	obj.SetAnnotations(annotations)
 }

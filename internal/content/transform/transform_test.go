@@ -120,7 +120,7 @@ func TestObjectsMarkOwnership(t *testing.T) {
 	g := NewWithT(t)
 	labelled := object("v1", "ConfigMap", "", "a")
 	labelled.SetLabels(map[string]string{"app": "sample", v1beta2.ModuleNameLabel: "stale"})
-	labelled.SetAnnotations(map[string]string{"note": "kept"})
+	labelled.SetAnnotations(map[string]string{"note": "kept", transform.AdoptAnnotation: "true", transform.AdoptedAnnotation: "true"})
 	objs := []*unstructured.Unstructured{labelled, object("v1", "Namespace", "", "b"), crd("Sample", "Namespaced")}
 
 	g.Expect(transform.Objects(objs, options())).To(Succeed())
@@ -133,6 +133,8 @@ func TestObjectsMarkOwnership(t *testing.T) {
 	}
 	g.Expect(labelled.GetLabels()).To(HaveKeyWithValue("app", "sample"))
 	g.Expect(labelled.GetAnnotations()).To(HaveKeyWithValue("note", "kept"))
+	g.Expect(labelled.GetAnnotations()).To(HaveKeyWithValue(transform.AdoptAnnotation, "true"), "the module's permission to adopt stays")
+	g.Expect(labelled.GetAnnotations()).NotTo(HaveKey(transform.AdoptedAnnotation), "content cannot claim an object was adopted")
 }
 
 func TestObjectsDebug(t *testing.T) {

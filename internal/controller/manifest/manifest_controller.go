@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +140,16 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 
 	applier := apply.NewApplier(c, cluster.Mapper)
-	applied, err := applier.Apply(ctx, objects)
+	owner := r.owner(manifest)
+	applied, err := applier.ApplyModule(ctx, objects, owner, manifest.Status.Synced)
+	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
+		// Someone else's objects: nothing was applied and nothing is pruned.
+		// Only a person can resolve it, so look again at the Error interval
+		// rather than back off.
+		r.reportConflict(manifest, conflict)
+		setState(manifest, v1beta2.StateError, reasonOwnershipConflict, conflict.Error())
+		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateError)}, nil
+	}
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
@@ -149,9 +159,14 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
 		r.event(manifest, corev1.EventTypeNormal, "Applied", fmt.Sprintf("Applied %d of %d resources", applied.Changed, len(objects)))
 	}
+	if len(applied.Adopted) > 0 {
+		log.Info("Adopted existing objects, as the module allows", "objects", applied.Adopted)
+		r.event(manifest, corev1.EventTypeNormal, "ResourcesAdopted", "Adopted existing objects, as the module allows: "+shortList(applied.Adopted))
+	}
 
-	notPruned, err := applier.Prune(ctx, manifest.Status.Synced, applied.Inventory)
-	manifest.Status.Synced = append(applied.Inventory, notPruned...) //nolint:gocritic // Inventory is ours to extend
+	removal, err := applier.PruneModule(ctx, manifest.Status.Synced, applied.Inventory, r.removeOptions(manifest))
+	manifest.Status.Synced = append(applied.Inventory, removal.Kept...) //nolint:gocritic // Inventory is ours to extend
+	r.reportRemoval(ctx, manifest, removal)
 	if err != nil {
 		setState(manifest, v1beta2.StateError, reasonPruneFailed, err.Error())
 		return ctrl.Result{}, err
@@ -163,13 +178,17 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		return ctrl.Result{}, err
 	}
 	if cr != nil {
-		created, err := apply.EnsureCustomResource(ctx, c, cr)
+		state, err := apply.EnsureCustomResource(ctx, c, cr, owner)
 		if err != nil {
 			setState(manifest, v1beta2.StateError, reasonApplyFailed, err.Error())
 			return ctrl.Result{}, err
 		}
-		if created {
+		switch state {
+		case apply.CustomResourceCreated:
 			r.event(manifest, corev1.EventTypeNormal, "CustomResourceCreated", fmt.Sprintf("Created %s %s", cr.GetKind(), cr.GetName()))
+		case apply.CustomResourceNotOurs:
+			log.V(1).Info("The default custom resource exists and is not the module's; using it, never deleting it",
+				"kind", cr.GetKind(), "namespace", cr.GetNamespace(), "name", cr.GetName())
 		}
 	}
 
@@ -215,8 +234,10 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 	c := cluster.Client
 
+	applier := apply.NewApplier(c, cluster.Mapper)
+	owner := r.owner(manifest)
 	if manifest.Annotations[UnmanageAnnotation] == "true" {
-		if err := releaseResources(ctx, c, manifest.Status.Synced); err != nil {
+		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, owner); err != nil {
 			setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
 			return ctrl.Result{}, err
 		}
@@ -229,29 +250,58 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 		return ctrl.Result{}, err
 	}
 	if cr != nil {
-		if _, err := apply.DeleteCustomResource(ctx, c, cr); err != nil {
+		deletion, err := apply.DeleteCustomResource(ctx, c, cr, owner)
+		if err != nil {
 			r.Runtimes.EvictOnError(kymaName(manifest), err)
 			return ctrl.Result{}, err
 		}
+		if deletion == apply.CustomResourceLeft {
+			ctrl.LoggerFrom(ctx).V(1).Info("Leaving the default custom resource: it is not the module's",
+				"kind", cr.GetKind(), "namespace", cr.GetNamespace(), "name", cr.GetName())
+		}
 	}
-	remaining, total, err := apply.RemainingCustomResources(ctx, c, manifest.Status.Synced, 5)
+
+	// Custom resources that the module's content itself ships are the
+	// module's: they are deleted here, first, like the default one, so that
+	// the module's operator (still running) can finalize them. Any other
+	// custom resource of the module's CRDs is a user's, and blocks removal
+	// until its owner deletes it.
+	customResources, err := apply.CustomResourcesOf(ctx, c, manifest.Status.Synced)
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return ctrl.Result{}, err
 	}
-	if total > 0 {
+	if own, _ := apply.InInventory(customResources, manifest.Status.Synced); len(own) > 0 {
+		removal, err := applier.RemoveModule(ctx, own, r.removeOptions(manifest))
+		_, rest := apply.InInventory(manifest.Status.Synced, own)
+		manifest.Status.Synced = append(rest, removal.Kept...) //nolint:gocritic // rest is ours to extend
+		r.reportRemoval(ctx, manifest, removal)
+		if err != nil {
+			setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
+			return ctrl.Result{}, err
+		}
+		if customResources, err = apply.CustomResourcesOf(ctx, c, manifest.Status.Synced); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if len(customResources) > 0 {
 		setState(manifest, v1beta2.StateDeleting, reasonWaitingForCustomResources,
-			fmt.Sprintf("Waiting for %d custom resources to be deleted by their owners: %s", total, joinShort(remaining, total)))
+			fmt.Sprintf("Waiting for %d custom resources to be deleted by their owners: %s", len(customResources), apply.Describe(customResources, 5)))
 		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
 	}
 
-	failed, err := apply.NewApplier(c, cluster.Mapper).Delete(ctx, manifest.Status.Synced)
+	removal, err := applier.RemoveModule(ctx, manifest.Status.Synced, r.removeOptions(manifest))
+	manifest.Status.Synced = removal.Kept
+	r.reportRemoval(ctx, manifest, removal)
 	if err != nil {
-		manifest.Status.Synced = failed
 		setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
 		return ctrl.Result{}, err
 	}
-	manifest.Status.Synced = nil
+	if len(removal.Waiting) > 0 {
+		setState(manifest, v1beta2.StateDeleting, reasonWaitingForNamespace,
+			fmt.Sprintf("Waiting for other modules being removed to leave namespace %s", strings.Join(removal.Waiting, ", ")))
+		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
+	}
 	r.event(manifest, corev1.EventTypeNormal, "Uninstalled", "Removed the module's resources from the runtime")
 	return ctrl.Result{}, nil
 }
@@ -283,31 +333,6 @@ func (r *Reconciler) syncNamespace(manifest *v1beta2.Manifest) string {
 
 func kymaName(manifest *v1beta2.Manifest) string {
 	return manifest.Labels[v1beta2.KymaNameLabel]
-}
-
-// releaseResources removes this operator's labels from a module's resources
-// so that nothing of ours claims them any more (module managed: false).
-func releaseResources(ctx context.Context, c client.Client, inventory []v1beta2.Resource) error {
-	for _, r := range inventory {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind})
-		if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				continue
-			}
-			return fmt.Errorf("reading %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
-		}
-		patch := client.MergeFrom(obj.DeepCopy())
-		labels := obj.GetLabels()
-		delete(labels, v1beta2.ManagedByLabel)
-		delete(labels, v1beta2.KymaNameLabel)
-		delete(labels, v1beta2.ModuleNameLabel)
-		obj.SetLabels(labels)
-		if err := c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("releasing %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
-		}
-	}
-	return nil
 }
 
 // namespacedFunc answers from the runtime's REST mapper whether a kind is

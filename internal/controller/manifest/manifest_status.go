@@ -32,6 +32,10 @@ const (
 	reasonDeleting                  = "Deleting"
 	reasonWaitingForCustomResources = "WaitingForCustomResources"
 	reasonDeleteFailed              = "DeleteFailed"
+	// reasonOwnershipConflict: the module's content names objects that
+	// exist and are not the module's; nothing was applied.
+	reasonOwnershipConflict   = "OwnershipConflict"
+	reasonWaitingForNamespace = "WaitingForNamespace"
 )
 
 // setState records the Manifest's state with its Ready condition. The

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
@@ -84,6 +85,44 @@ func TestDefaultCustomResource(t *testing.T) {
 			g.Expect(got.GetLabels()).To(HaveKeyWithValue(v1beta2.ManagedByLabel, v1beta2.ManagedByValue))
 			g.Expect(got.GetLabels()).To(HaveKeyWithValue(v1beta2.KymaNameLabel, "k"))
 			g.Expect(cr.GetNamespace()).To(BeEmpty(), "the Manifest's copy is not changed")
+		})
+	}
+}
+
+func TestNamespaceUse(t *testing.T) {
+	manifest := func(uid string, deleting bool, synced ...v1beta2.Resource) v1beta2.Manifest {
+		m := v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+		if deleting {
+			now := metav1.Now()
+			m.DeletionTimestamp = &now
+		}
+		m.Status.Synced = synced
+		return m
+	}
+	in := func(namespace string) v1beta2.Resource {
+		return v1beta2.Resource{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: namespace, Name: "c"}
+	}
+	namespaceEntry := v1beta2.Resource{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "shared"}
+	self := manifest("self", true, in("shared"), namespaceEntry)
+	withCR := manifest("cr", false)
+	withCR.Spec.Resource = &unstructured.Unstructured{}
+	withCR.Spec.Resource.SetNamespace("shared")
+	tests := []struct {
+		name   string
+		others []v1beta2.Manifest
+		want   apply.NamespaceUse
+	}{
+		{name: "alone", others: []v1beta2.Manifest{self}, want: apply.NamespaceFree},
+		{name: "others elsewhere", others: []v1beta2.Manifest{self, manifest("b", false, in("other"))}, want: apply.NamespaceFree},
+		{name: "another that only ships the Namespace itself does not hold it", others: []v1beta2.Manifest{self, manifest("b", false, namespaceEntry)}, want: apply.NamespaceFree},
+		{name: "a staying module has objects in it", others: []v1beta2.Manifest{self, manifest("b", false, in("shared"))}, want: apply.NamespaceInUse},
+		{name: "a staying module's default CR is in it", others: []v1beta2.Manifest{self, withCR}, want: apply.NamespaceInUse},
+		{name: "only leaving modules have objects in it", others: []v1beta2.Manifest{self, manifest("b", true, in("shared"))}, want: apply.NamespaceInUseByLeaving},
+		{name: "a staying one wins over a leaving one", others: []v1beta2.Manifest{manifest("b", true, in("shared")), manifest("c", false, in("shared"))}, want: apply.NamespaceInUse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(namespaceUse(&self, tt.others, "shared")).To(Equal(tt.want))
 		})
 	}
 }

@@ -1,0 +1,362 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
+)
+
+// OwnershipFieldManager writes the operator's ownership records (the
+// adopted annotation, releasing an object): kept apart from FieldManager so
+// that applying a module's content never removes them.
+const OwnershipFieldManager = "lifecycle-manager-ownership"
+
+// lookupConcurrency bounds the parallel existence checks of a first apply.
+const lookupConcurrency = 4
+
+// ModuleResult is what one ApplyModule did.
+type ModuleResult struct {
+	Result
+	// Adopted names the objects the module adopted in this apply.
+	Adopted []string
+	// UsedAsIs names the Namespaces the module ships that exist and are not
+	// its own: used, neither written nor deleted.
+	UsedAsIs []string
+}
+
+// ApplyModule applies a module's content, guarded by ownership: an object
+// that exists and is not the module's is never taken over. inventory is what
+// the module applied before (Manifest status.synced); those objects are the
+// module's and are not looked up again, so a steady module costs no extra
+// request. Every other object is looked up once (metadata only) and claimed
+// as ClaimFor decides.
+//
+// When any object conflicts, nothing is applied and a *ConflictError names
+// the objects: a module version goes in whole or not at all, as with content
+// that fails to render, and what is installed stays as it is.
+func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstructured, owner Owner, inventory []v1beta2.Resource) (ModuleResult, error) {
+	claims, holders, err := a.claim(ctx, objects, owner, inventory)
+	if err != nil {
+		return ModuleResult{}, err
+	}
+	var conflicts []Conflict
+	var result ModuleResult
+	toApply := make([]*unstructured.Unstructured, 0, len(objects))
+	var toAdopt []*unstructured.Unstructured
+	for i, obj := range objects {
+		switch claims[i] {
+		case ClaimConflict:
+			conflicts = append(conflicts, Conflict{Object: describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()), Holder: holders[i]})
+		case ClaimUseAsIs:
+			result.UsedAsIs = append(result.UsedAsIs, describe(obj.GetKind(), "", obj.GetName()))
+		case ClaimAdopt:
+			toAdopt = append(toAdopt, obj)
+			toApply = append(toApply, obj)
+		default:
+			toApply = append(toApply, obj)
+		}
+	}
+	if len(conflicts) > 0 {
+		return ModuleResult{}, &ConflictError{Conflicts: conflicts}
+	}
+	// The record goes first: should the apply fail after it, the object is
+	// still the runtime owner's (no labels of ours) and is adopted again.
+	for _, obj := range toAdopt {
+		if err := a.markAdopted(ctx, obj); err != nil {
+			return ModuleResult{}, err
+		}
+		result.Adopted = append(result.Adopted, describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()))
+	}
+	applied, err := a.Apply(ctx, toApply)
+	if err != nil {
+		return ModuleResult{}, err
+	}
+	result.Result = applied
+	return result, nil
+}
+
+// claim decides, for each object, what the module may do with it. Only
+// objects outside the inventory, and Namespaces (few, and shared between
+// modules), are looked up.
+func (a *Applier) claim(ctx context.Context, objects []*unstructured.Unstructured, owner Owner, inventory []v1beta2.Resource) ([]Claim, []string, error) {
+	known := make(map[string]bool, len(inventory))
+	for _, r := range inventory {
+		known[key(r)] = true
+	}
+	claims := make([]Claim, len(objects))
+	holders := make([]string, len(objects))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lookupConcurrency)
+	for i, obj := range objects {
+		desired := objectOf(obj)
+		if known[key(resourceOf(obj))] && !isNamespace(resourceOf(obj)) {
+			claims[i] = ClaimOwned
+			continue
+		}
+		if desired.Group == "" && desired.Kind == "Namespace" && desired.Name == owner.SyncNamespace {
+			claims[i] = ClaimUseAsIs // no need to look: never written
+			continue
+		}
+		g.Go(func() error {
+			live, err := a.lookup(gctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
+			if err != nil {
+				return err
+			}
+			claims[i], holders[i] = ClaimFor(desired, live, owner)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return claims, holders, nil
+}
+
+// lookup reads an object's metadata; nil when it does not exist (also when
+// its kind is not served yet: a CRD applied in the same batch).
+func (a *Applier) lookup(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*metav1.ObjectMeta, error) {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(gvk)
+	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s: %w", describe(gvk.Kind, namespace, name), err)
+	}
+	return &live.ObjectMeta, nil
+}
+
+func (a *Applier) markAdopted(ctx context.Context, obj *unstructured.Unstructured) error {
+	live := &metav1.PartialObjectMetadata{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	live.SetNamespace(obj.GetNamespace())
+	live.SetName(obj.GetName())
+	patch := client.RawPatch(types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, transform.AdoptedAnnotation))
+	if err := a.client.Patch(ctx, live, patch, client.FieldOwner(OwnershipFieldManager)); err != nil {
+		return fmt.Errorf("adopting %s: %w", describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()), err)
+	}
+	return nil
+}
+
+// NamespaceUse says whether other modules of the runtime still use a
+// Namespace that a module created and is about to delete.
+type NamespaceUse int
+
+const (
+	// NamespaceFree: no other module has objects in it; it is deleted.
+	NamespaceFree NamespaceUse = iota
+	// NamespaceInUse: a module that stays has objects in it; it is released
+	// and left to them.
+	NamespaceInUse
+	// NamespaceInUseByLeaving: only modules that are being removed too have
+	// objects in it; it is deleted once they are gone.
+	NamespaceInUseByLeaving
+)
+
+// RemoveOptions guard what removing a module's objects may do.
+type RemoveOptions struct {
+	Owner Owner
+	// NamespaceUse tells whether other modules use a Namespace. Nil means no
+	// other module does.
+	NamespaceUse func(ctx context.Context, name string) (NamespaceUse, error)
+}
+
+// Removal is what removing objects did.
+type Removal struct {
+	// Kept are still there and stay in the inventory: deleting failed, or a
+	// Namespace waits for other modules to leave it.
+	Kept []v1beta2.Resource
+	// Waiting names the Namespaces kept for other modules.
+	Waiting []string
+	// Released names objects that stay without our labels: adopted ones,
+	// system namespaces, namespaces other modules still use.
+	Released []string
+	// Left names objects of the inventory that are not the module's (any
+	// more); they were not touched.
+	Left []string
+}
+
+// PruneModule removes, guarded like RemoveModule, the objects of the old
+// inventory that are not in the current one.
+func (a *Applier) PruneModule(ctx context.Context, old, current []v1beta2.Resource, opts RemoveOptions) (Removal, error) {
+	keep := map[string]bool{}
+	for _, r := range current {
+		keep[key(r)] = true
+	}
+	var stale []v1beta2.Resource
+	for _, r := range old {
+		if !keep[key(r)] {
+			stale = append(stale, r)
+		}
+	}
+	// A Namespace the new version no longer ships, but still puts objects
+	// in, stays for them.
+	otherUse := opts.NamespaceUse
+	opts.NamespaceUse = func(ctx context.Context, name string) (NamespaceUse, error) {
+		for _, r := range current {
+			if r.Namespace == name {
+				return NamespaceInUse, nil
+			}
+		}
+		if otherUse == nil {
+			return NamespaceFree, nil
+		}
+		return otherUse(ctx, name)
+	}
+	return a.RemoveModule(ctx, stale, opts)
+}
+
+// RemoveModule removes a module's objects from the runtime, each as
+// DisposalFor decides on the live object: only what the module created is
+// deleted; adopted objects are released; what is not the module's is left.
+// Namespaces go last, and only when no other module uses them. What fails
+// stays in Removal.Kept for the next attempt.
+func (a *Applier) RemoveModule(ctx context.Context, resources []v1beta2.Resource, opts RemoveOptions) (Removal, error) {
+	var removal Removal
+	var errs []error
+	for _, r := range removalOrder(resources) {
+		if err := a.remove(ctx, r, opts, &removal); err != nil {
+			removal.Kept = append(removal.Kept, r)
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return removal, fmt.Errorf("removing %d of %d objects failed, first: %w", len(errs), len(resources), errs[0])
+	}
+	return removal, nil
+}
+
+func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOptions, removal *Removal) error {
+	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+	name := describe(r.Kind, r.Namespace, r.Name)
+	live, err := a.lookup(ctx, gvk, r.Namespace, r.Name)
+	if err != nil {
+		return err
+	}
+	switch DisposalFor(r, live, opts.Owner) {
+	case DisposeGone:
+		return nil
+	case DisposeLeave:
+		removal.Left = append(removal.Left, name)
+		return nil
+	case DisposeRelease:
+		removal.Released = append(removal.Released, name)
+		return a.release(ctx, gvk, live, true)
+	}
+	if isNamespace(r) && opts.NamespaceUse != nil {
+		use, err := opts.NamespaceUse(ctx, r.Name)
+		if err != nil {
+			return err
+		}
+		switch use {
+		case NamespaceInUse:
+			removal.Released = append(removal.Released, name)
+			return a.release(ctx, gvk, live, true)
+		case NamespaceInUseByLeaving:
+			removal.Kept = append(removal.Kept, r)
+			removal.Waiting = append(removal.Waiting, r.Name)
+			return nil
+		}
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	obj.ObjectMeta = *live
+	// The UID precondition makes sure that the object deleted is the one
+	// whose labels were checked, not one created under its name since.
+	uid := live.UID
+	err = a.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		return fmt.Errorf("deleting %s: %w", name, err)
+	}
+	return nil
+}
+
+// removalOrder deletes in reverse apply order (workloads before the CRDs and
+// RBAC they use), Namespaces last, so that a Namespace is judged when the
+// module's own objects in it are gone.
+func removalOrder(resources []v1beta2.Resource) []v1beta2.Resource {
+	ordered := make([]v1beta2.Resource, 0, len(resources))
+	var namespaces []v1beta2.Resource
+	for _, r := range slices.Backward(resources) {
+		if isNamespace(r) {
+			namespaces = append(namespaces, r)
+			continue
+		}
+		ordered = append(ordered, r)
+	}
+	return append(ordered, namespaces...)
+}
+
+// ReleaseModule takes our labels off those of a module's objects that are
+// its own, and leaves them in the runtime (module managed: false). They keep
+// the owned-by annotation, so that managing the module again takes them
+// back.
+func (a *Applier) ReleaseModule(ctx context.Context, resources []v1beta2.Resource, owner Owner) error {
+	for _, r := range resources {
+		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+		live, err := a.lookup(ctx, gvk, r.Namespace, r.Name)
+		if err != nil {
+			return err
+		}
+		if live == nil || !owner.Owns(live.Labels) {
+			continue
+		}
+		if err := a.release(ctx, gvk, live, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release takes our labels off an object. forget also removes the records
+// that lead back to the module (owned-by, adopted), for an object that goes
+// back to the runtime owner for good.
+func (a *Applier) release(ctx context.Context, gvk schema.GroupVersionKind, live *metav1.ObjectMeta, forget bool) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(live.Namespace)
+	obj.SetName(live.Name)
+	labels := map[string]any{v1beta2.ManagedByLabel: nil, v1beta2.KymaNameLabel: nil, v1beta2.ModuleNameLabel: nil}
+	metadata := map[string]any{"labels": labels}
+	if forget {
+		metadata["annotations"] = map[string]any{transform.OwnedByAnnotation: nil, transform.AdoptedAnnotation: nil}
+	}
+	body, err := json.Marshal(map[string]any{"metadata": metadata})
+	if err != nil {
+		return fmt.Errorf("releasing %s: %w", describe(gvk.Kind, live.Namespace, live.Name), err)
+	}
+	if err := a.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(OwnershipFieldManager)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing %s: %w", describe(gvk.Kind, live.Namespace, live.Name), err)
+	}
+	return nil
+}
+
+func objectOf(obj *unstructured.Unstructured) Object {
+	gvk := obj.GroupVersionKind()
+	return Object{
+		Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Adopt: obj.GetAnnotations()[transform.AdoptAnnotation] == "true",
+	}
+}
+
+func resourceOf(obj *unstructured.Unstructured) v1beta2.Resource {
+	gvk := obj.GroupVersionKind()
+	return v1beta2.Resource{
+		GroupVersionKind: metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Name:             obj.GetName(), Namespace: obj.GetNamespace(),
+	}
+}
