@@ -37,6 +37,7 @@ func main() {
 	flag.StringVar(&opts.KymaSelector, "kyma-selector", opts.KymaSelector, "Label selector of the Kymas this operator manages; others are left alone. Empty selects all.")
 	flag.StringVar(&opts.PauseSelector, "pause-selector", opts.PauseSelector, "Label selector of Kymas to pause, like the skip-reconciliation label. Empty pauses none.")
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime.")
+	opts.Content.BindFlags(flag.CommandLine)
 	opts.Watcher.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
