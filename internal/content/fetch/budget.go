@@ -17,6 +17,10 @@ type budget struct {
 	sem      *semaphore.Weighted
 	total    int64
 	maxBytes int64
+
+	// waiting, when set by a test, is called each time a download has to
+	// wait for room.
+	waiting func()
 }
 
 func newBudget(total, maxBytes int64) *budget {
@@ -33,6 +37,12 @@ func (b *budget) reserve(ctx context.Context, declared int64) (func(), error) {
 	n := declared
 	if n < 0 || n > b.maxBytes {
 		n = b.maxBytes
+	}
+	if b.sem.TryAcquire(n) {
+		return func() { b.sem.Release(n) }, nil
+	}
+	if b.waiting != nil {
+		b.waiting()
 	}
 	if err := b.sem.Acquire(ctx, n); err != nil {
 		return nil, fmt.Errorf("waiting for room in the in-flight download budget of %d bytes (--content-inflight-bytes): %w", b.total, err)

@@ -25,9 +25,9 @@ type Fetcher struct {
 	// clients. Both check every request against the policy and cap bodies.
 	http     *http.Client
 	registry http.RoundTripper
-	memory  *memoryCache // nil when turned off
-	disk    *diskCache   // nil when turned off
-	flights singleflight.Group
+	memory   *memoryCache // nil when turned off
+	disk     *diskCache   // nil when turned off
+	flights  singleflight.Group
 
 	// joined, when set by a test, is called each time a Fetch waits on a
 	// download, its own or one in flight already.
