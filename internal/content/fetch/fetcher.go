@@ -97,12 +97,17 @@ func (f *Fetcher) Fetch(ctx context.Context, rawLink string) ([]byte, error) {
 // body> (its content is then cached for the Fetch that follows). A link
 // pinned already is returned unchanged, without any request.
 func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2.ContentResource, error) {
-	l, err := f.parseAllowed(res.Link)
+	l, err := parseLink(res.Link)
 	if err != nil {
 		return res, err
 	}
 	if l.digest != "" {
+		// Fetch checks the host when the content is read, so that a
+		// refused link fails its Manifest, like any content error.
 		return res, nil
+	}
+	if err := f.policy.permits(l.host); err != nil {
+		return res, fmt.Errorf("link %s: %w", l, err)
 	}
 	if l.oci {
 		ctx, cancel := context.WithTimeout(ctx, f.cfg.timeout)
