@@ -158,8 +158,6 @@ func (r *HelmRenderer) remember(key string) {
 // renderKey identifies a render: the chart's bytes and everything it is
 // rendered with.
 func renderKey(archive []byte, opts HelmOptions) (string, error) {
-	h := sha256.New()
-	h.Write(archive)
 	params, err := json.Marshal(struct {
 		Release, Namespace, KubeVersion string
 		Values                          any
@@ -167,7 +165,7 @@ func renderKey(archive []byte, opts HelmOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("values: %w", err)
 	}
-	h.Write([]byte{0})
-	h.Write(params)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	chartSum := sha256.Sum256(archive)
+	sum := sha256.Sum256(append(chartSum[:], params...))
+	return hex.EncodeToString(sum[:]), nil
 }
