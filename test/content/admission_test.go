@@ -58,18 +58,21 @@ func TestAdmissionRefusesTemplatesLinkingOtherHosts(t *testing.T) {
 	digest := "@sha256:" + strings.Repeat("ab", 32)
 
 	// The policy takes effect shortly after it is created.
+	var refusal error
 	bad := template("bad", "oci://registry.allowed.example/modules/bad"+digest, "https://evil.example.net/crds.yaml")
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		err := env.kcpClient.Create(ctx, bad.DeepCopyObject().(client.Object))
+		refusal = err
 		g.Expect(err).To(MatchError(ContainSubstring(
 			"ModuleTemplate bad-1.0.0 links content on evil.example.net, which is not an allowed content host " +
 				"(registry.allowed.example, *.example.org, 127.0.0.1:5000). Publish the content to an allowed registry, " +
 				"or ask the SREs to add the host to ConfigMap " + admissionNamespace + "/lifecycle-manager-content-hosts")))
 	}, timeout, interval).Should(Succeed())
+	t.Logf("Refused: %v", refusal)
 
 	for _, refused := range []client.Object{
 		template("other-port", "oci://127.0.0.1:5001/modules/x"+digest),
-		template("no-host", "oci:///modules/x"+digest),
+		template("missing-host", "oci:///modules/x"+digest),
 		template("lookalike", "https://example.org.evil.example/m.yaml"),
 		template("userinfo-trick", "https://registry.allowed.example@evil.example.net/m.yaml"),
 	} {

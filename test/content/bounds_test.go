@@ -46,7 +46,7 @@ func TestHugeContentIsRefusedWithBoundedMemory(t *testing.T) {
 	}
 	// The huge content is fetched again on every retry; the good module
 	// converges meanwhile.
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
 	}, timeout, interval).Should(Succeed())
@@ -92,7 +92,7 @@ func TestLoopingChartEndsInError(t *testing.T) {
 	t.Logf("Looping chart in Error after %s: %s", time.Since(start).Round(10*time.Millisecond), msg)
 	// Retries answer from memory at once, without another render.
 	eventuallyError(t, kyma, "looping", "did not finish within 1s before (a template that loops?)")
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
 	}, timeout, interval).Should(Succeed())

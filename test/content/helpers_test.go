@@ -122,7 +122,7 @@ func readyMessage(m *v1beta2.Manifest) string {
 func eventuallyError(t *testing.T, kyma, module, want string) string {
 	t.Helper()
 	var msg string
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, module)
 		msg = readyMessage(m)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateError), "%s: %s", module, msg)

@@ -45,7 +45,7 @@ func TestLinksStayOnAllowedHosts(t *testing.T) {
 		g.Expect(msg).NotTo(ContainSubstring(marker), name)
 		g.Expect(len(msg)).To(BeNumerically("<=", 1024), name)
 	}
-	Eventually(func(g Gomega) {
+	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
 	}, timeout, interval).Should(Succeed())
