@@ -33,16 +33,5 @@ func withoutBody(err error) error {
 	if len(codes) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(codes, ", "))
 	}
-	return registryError{msg: b.String(), status: terr.StatusCode}
+	return errors.New(b.String())
 }
-
-// registryError is a registry's error answer without its text.
-type registryError struct {
-	msg    string
-	status int
-}
-
-func (e registryError) Error() string { return e.msg }
-
-// StatusCode is the registry's HTTP status.
-func (e registryError) StatusCode() int { return e.status }
