@@ -40,6 +40,7 @@ func main() {
 	flag.DurationVar(&opts.RuntimeRequestTimeout, "runtime-request-timeout", opts.RuntimeRequestTimeout, "Longest wait for one request to a runtime's API server; 0 waits forever.")
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", opts.ReconcileTimeout, "Longest run of one Kyma, Manifest or catalog reconcile; 0 means none.")
 	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime at once, across controllers; others requeue. 0 means no cap.")
+	opts.Content.BindFlags(flag.CommandLine)
 	opts.Watcher.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -93,7 +93,9 @@ func Push(ctx context.Context, repo string, layers []Layer, opts ...Option) (Art
 }
 
 // FetchLayer reads the layer a digest-pinned link (oci://host/repo@sha256:…)
-// points to. The registry's answer is verified against the digest.
+// points to. The registry's answer is verified against the digest. Errors
+// carry the registry's status and error codes, never its messages or
+// bodies, which the registry chooses.
 func FetchLayer(ctx context.Context, link string, opts ...Option) ([]byte, error) {
 	o := newOptions(opts)
 	digest, err := ParseLink(link, o.nameOptions...)
@@ -102,11 +104,11 @@ func FetchLayer(ctx context.Context, link string, opts ...Option) ([]byte, error
 	}
 	layer, err := remote.Layer(digest, o.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", link, err)
+		return nil, fmt.Errorf("fetching %s: %w", link, withoutBody(err))
 	}
-	data, err := readLayer(layer)
+	data, err := readLayer(ctx, layer, o)
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", link, err)
+		return nil, fmt.Errorf("fetching %s: %w", link, withoutBody(err))
 	}
 	return data, nil
 }
@@ -138,7 +140,7 @@ func ResolveTag(ctx context.Context, link, layerName string, opts ...Option) (st
 	}
 	manifest, err := remote.Get(ref, o.remoteOptions(ctx)...)
 	if err != nil {
-		return "", fmt.Errorf("resolving %s: %w", link, err)
+		return "", fmt.Errorf("resolving %s: %w", link, withoutBody(err))
 	}
 	parsed, err := v1.ParseManifest(strings.NewReader(string(manifest.Manifest)))
 	if err != nil {
@@ -146,6 +148,9 @@ func ResolveTag(ctx context.Context, link, layerName string, opts ...Option) (st
 	}
 	for _, l := range parsed.Layers {
 		if l.Annotations[titleAnnotation] == layerName {
+			if o.maxBytes > 0 && l.Size > o.maxBytes {
+				return "", fmt.Errorf("artifact %s, layer %q: %w: its descriptor declares %d bytes, the limit is %d", link, layerName, ErrTooLarge, l.Size, o.maxBytes)
+			}
 			return linkScheme + ref.Context().Digest(l.Digest.String()).String(), nil
 		}
 	}

@@ -1,7 +1,10 @@
 package ociartifact
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -11,6 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
+// ErrTooLarge is the cause of every refusal of content above a size cap.
+var ErrTooLarge = errors.New("content is larger than the size limit")
+
 // Option changes how a registry is reached.
 type Option func(*options)
 
@@ -18,6 +24,8 @@ type options struct {
 	nameOptions []name.Option
 	keychain    authn.Keychain
 	transport   http.RoundTripper
+	maxBytes    int64
+	reserve     func(ctx context.Context, declared int64) (release func(), err error)
 }
 
 // Insecure reaches the registry over plain HTTP, as local and test registries
@@ -36,6 +44,20 @@ func WithKeychain(k authn.Keychain) Option {
 // CA or is shared for connection reuse.
 func WithTransport(t http.RoundTripper) Option {
 	return func(o *options) { o.transport = t }
+}
+
+// WithMaxBytes bounds a layer FetchLayer reads: one whose registry declares
+// more is refused before it is downloaded, and one that streams more than
+// declared is refused while it streams. 0 or less leaves layers unbounded.
+func WithMaxBytes(n int64) Option {
+	return func(o *options) { o.maxBytes = n }
+}
+
+// WithReserve makes FetchLayer call reserve with the layer's declared size
+// (-1 when the registry declares none) before the download and release
+// after it, e.g. to keep all downloads in flight within a memory budget.
+func WithReserve(reserve func(ctx context.Context, declared int64) (release func(), err error)) Option {
+	return func(o *options) { o.reserve = reserve }
 }
 
 func newOptions(opts []Option) options {
@@ -57,14 +79,51 @@ func (o options) remoteOptions(ctx context.Context) []remote.Option {
 	return ro
 }
 
-// readLayer reads a layer whole. go-containerregistry verifies the bytes
-// against the digest while they stream, so a misbehaving registry cannot
-// substitute content.
-func readLayer(layer v1.Layer) ([]byte, error) {
+// readLayer reads a layer whole, within the size the registry declared
+// (HEAD) and the cap. go-containerregistry verifies the bytes against the
+// digest while they stream, so a misbehaving registry cannot substitute
+// content; the bound keeps one that sends more than it declared from
+// filling memory first.
+func readLayer(ctx context.Context, layer v1.Layer, o options) ([]byte, error) {
+	declared, err := layer.Size()
+	if err != nil {
+		return nil, err
+	}
+	if o.maxBytes > 0 && declared > o.maxBytes {
+		return nil, fmt.Errorf("%w: the registry declares %d bytes, the limit is %d", ErrTooLarge, declared, o.maxBytes)
+	}
+	if o.reserve != nil {
+		release, err := o.reserve(ctx, declared)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	rc, err := layer.Compressed()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(rc)
+	bound := o.maxBytes
+	if declared >= 0 && (bound <= 0 || declared < bound) {
+		bound = declared
+	}
+	if bound <= 0 && declared < 0 {
+		return io.ReadAll(rc)
+	}
+	var buf bytes.Buffer
+	if declared > 0 {
+		buf.Grow(int(declared))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(rc, bound+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > bound {
+		if bound == declared {
+			return nil, fmt.Errorf("%w: the registry declared %d bytes and sends more", ErrTooLarge, declared)
+		}
+		return nil, fmt.Errorf("%w: the layer goes on past %d bytes", ErrTooLarge, bound)
+	}
+	return buf.Bytes(), nil
 }

@@ -22,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
@@ -93,6 +95,20 @@ type ContentOptions struct {
 	CacheDir string
 	// MemoryCacheBytes bounds the in-memory content cache.
 	MemoryCacheBytes int64
+
+	// AllowedHosts limits content to these hosts and registries (host,
+	// host:port or *.domain); empty allows any host with public addresses.
+	// Loopback, link-local and private addresses are reached only for
+	// hosts listed here or in InsecureRegistries.
+	AllowedHosts []string
+	// MaxBytes bounds one layer or body; InFlightBytes all downloads in
+	// flight together.
+	MaxBytes, InFlightBytes int64
+	// RenderDeadline, RenderMaxOutputBytes and MaxConcurrentRenders bound
+	// rendering Helm charts.
+	RenderDeadline       time.Duration
+	RenderMaxOutputBytes int64
+	MaxConcurrentRenders int
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -111,7 +127,14 @@ func DefaultOptions() Options {
 		RuntimeBurst:        100,
 		CatalogSync:         true,
 		CatalogConcurrency:  4,
-		Content:             ContentOptions{MemoryCacheBytes: 256 << 20},
+		Content: ContentOptions{
+			MemoryCacheBytes:     256 << 20,
+			MaxBytes:             fetch.DefaultMaxBytes,
+			InFlightBytes:        fetch.DefaultInFlightBytes,
+			RenderDeadline:       render.DefaultRenderDeadline,
+			RenderMaxOutputBytes: render.DefaultMaxOutputBytes,
+			MaxConcurrentRenders: render.DefaultMaxConcurrentRenders,
+		},
 
 		RuntimeRequestTimeout: 30 * time.Second,
 		ReconcileTimeout:      3 * time.Minute,

@@ -11,4 +11,12 @@
 // resolved to a layer digest and an http(s) URL gets the digest of its body.
 // Fetch then accepts only pinned links, so every runtime in a rollout gets the
 // same bytes whatever happens to tags and URLs later.
+//
+// Links are written by module teams, and the operator can reach what they
+// cannot, so this package is a trust boundary: content comes only from
+// allowed hosts; non-public addresses (loopback, link-local, private) are
+// refused when dialled unless the SRE listed the host; redirects never leave
+// https, nor the host of an http(s) link; only insecure registries get plain
+// HTTP; every layer and body is capped, and all downloads in flight share a
+// byte budget; errors carry no response bodies.
 package fetch

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/singleflight"
@@ -17,11 +18,16 @@ import (
 // Fetcher is shared by all reconciles: it is safe for concurrent use, and
 // concurrent fetches of one digest share one download.
 type Fetcher struct {
-	cfg     config
-	http    *http.Client
-	memory  *memoryCache // nil when turned off
-	disk    *diskCache   // nil when turned off
-	flights singleflight.Group
+	cfg    config
+	policy hostPolicy
+	budget *budget
+	// http reads http(s) links; registry is the transport of registry
+	// clients. Both check every request against the policy and cap bodies.
+	http     *http.Client
+	registry http.RoundTripper
+	memory   *memoryCache // nil when turned off
+	disk     *diskCache   // nil when turned off
+	flights  singleflight.Group
 
 	// joined, when set by a test, is called each time a Fetch waits on a
 	// download, its own or one in flight already.
@@ -32,7 +38,19 @@ type Fetcher struct {
 // be created.
 func New(opts ...Option) (*Fetcher, error) {
 	cfg := newConfig(opts)
-	f := &Fetcher{cfg: cfg, http: &http.Client{Transport: cfg.transport}}
+	policy := hostPolicy{allowed: cfg.allowedHosts, insecure: cfg.insecureHosts}
+	base := cfg.transport
+	if base == nil {
+		base = newDialingTransport(policy)
+	}
+	httpGuard := &guard{next: base, policy: policy, maxBytes: cfg.maxBytes}
+	f := &Fetcher{
+		cfg:      cfg,
+		policy:   policy,
+		budget:   newBudget(cfg.inFlightBytes, cfg.maxBytes),
+		http:     &http.Client{Transport: httpGuard, CheckRedirect: httpGuard.checkHTTPRedirect},
+		registry: &guard{next: base, policy: policy, maxBytes: cfg.maxBytes, registry: true},
+	}
 	if cfg.memoryCacheSize > 0 {
 		f.memory = newMemoryCache(cfg.memoryCacheSize)
 	}
@@ -53,7 +71,7 @@ func New(opts ...Option) (*Fetcher, error) {
 //
 // The caller owns the returned slice.
 func (f *Fetcher) Fetch(ctx context.Context, rawLink string) ([]byte, error) {
-	l, err := parseLink(rawLink)
+	l, err := f.parseAllowed(rawLink)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +102,12 @@ func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2
 		return res, err
 	}
 	if l.digest != "" {
+		// Fetch checks the host when the content is read, so that a
+		// refused link fails its Manifest, like any content error.
 		return res, nil
+	}
+	if err := f.policy.permits(l.host); err != nil {
+		return res, fmt.Errorf("link %s: %w", l, err)
 	}
 	if l.oci {
 		ctx, cancel := context.WithTimeout(ctx, f.cfg.timeout)
@@ -111,6 +134,19 @@ func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2
 	}
 	res.Link = pinnedHTTPLink(l, v.(string))
 	return res, nil
+}
+
+// parseAllowed parses a link and refuses it when its host is not allowed,
+// before any request is made.
+func (f *Fetcher) parseAllowed(rawLink string) (link, error) {
+	l, err := parseLink(rawLink)
+	if err != nil {
+		return link{}, err
+	}
+	if err := f.policy.permits(l.host); err != nil {
+		return link{}, fmt.Errorf("link %s: %w", l, err)
+	}
+	return l, nil
 }
 
 // wait waits for a download shared with other callers, or until the
@@ -159,15 +195,16 @@ func (f *Fetcher) download(ctx context.Context, l link) ([]byte, error) {
 }
 
 func (f *Fetcher) ociOptions(host string) []ociartifact.Option {
-	var opts []ociartifact.Option
-	if f.cfg.insecureHosts[host] {
+	opts := []ociartifact.Option{
+		ociartifact.WithTransport(f.registry),
+		ociartifact.WithMaxBytes(f.cfg.maxBytes),
+		ociartifact.WithReserve(f.budget.reserve),
+	}
+	if f.cfg.insecureHosts[strings.ToLower(host)] {
 		opts = append(opts, ociartifact.Insecure())
 	}
 	if f.cfg.keychain != nil {
 		opts = append(opts, ociartifact.WithKeychain(f.cfg.keychain))
-	}
-	if f.cfg.transport != nil {
-		opts = append(opts, ociartifact.WithTransport(f.cfg.transport))
 	}
 	return opts
 }

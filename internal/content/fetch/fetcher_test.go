@@ -23,7 +23,8 @@ import (
 )
 
 // countingTransport counts the requests that reach a registry or server, and
-// can hold blob downloads until a gate opens.
+// can hold blob downloads (GETs; a HEAD reads the declared size first) until
+// a gate opens.
 type countingTransport struct {
 	total atomic.Int32
 	blobs atomic.Int32
@@ -32,7 +33,7 @@ type countingTransport struct {
 
 func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.total.Add(1)
-	if strings.Contains(req.URL.Path, "/blobs/") {
+	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
 		c.blobs.Add(1)
 		if c.gate != nil {
 			<-c.gate
@@ -75,6 +76,11 @@ func newFetcher(t *testing.T, p pushed, opts ...fetch.Option) *fetch.Fetcher {
 		t.Fatalf("creating fetcher: %v", err)
 	}
 	return f
+}
+
+// allow lists a test server, which listens on loopback, as a content host.
+func allow(server *httptest.Server) fetch.Option {
+	return fetch.WithAllowedHosts(strings.TrimPrefix(server.URL, "http://"))
 }
 
 func pinOf(data []byte) string {
@@ -247,7 +253,7 @@ func TestFetchErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			f, err := fetch.New(fetch.WithInsecureRegistries(p.reg.Host(), tt.insecure))
+			f, err := fetch.New(fetch.WithInsecureRegistries(p.reg.Host(), tt.insecure), allow(server))
 			g.Expect(err).NotTo(HaveOccurred())
 			_, err = f.Fetch(context.Background(), tt.link)
 			g.Expect(err).To(HaveOccurred())
@@ -270,7 +276,7 @@ func TestFetchHTTPWithRightPin(t *testing.T) {
 		_, _ = w.Write(content)
 	}))
 	t.Cleanup(server.Close)
-	f, err := fetch.New()
+	f, err := fetch.New(allow(server))
 	g.Expect(err).NotTo(HaveOccurred())
 
 	link := server.URL + "/manifest.yaml#sha256=" + pinOf(content)
@@ -294,7 +300,7 @@ func TestFailedFetchesAreNotCached(t *testing.T) {
 		_, _ = w.Write(content)
 	}))
 	t.Cleanup(server.Close)
-	f, err := fetch.New()
+	f, err := fetch.New(allow(server))
 	g.Expect(err).NotTo(HaveOccurred())
 	link := server.URL + "/m.yaml#sha256=" + pinOf(content)
 
@@ -316,7 +322,7 @@ func TestFetchHTTPTimesOut(t *testing.T) {
 	}))
 	t.Cleanup(server.Close)
 	t.Cleanup(func() { close(release) })
-	f, err := fetch.New(fetch.WithTimeout(50 * time.Millisecond))
+	f, err := fetch.New(fetch.WithTimeout(50*time.Millisecond), allow(server))
 	g.Expect(err).NotTo(HaveOccurred())
 
 	_, err = f.Fetch(context.Background(), server.URL+"/m.yaml#sha256="+strings.Repeat("0", 64))
@@ -358,7 +364,7 @@ func TestPin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			f := newFetcher(t, p)
+			f := newFetcher(t, p, allow(server))
 			got, err := f.Pin(context.Background(), tt.res)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
@@ -380,7 +386,7 @@ func TestPinnedHTTPContentIsCached(t *testing.T) {
 		_, _ = w.Write(content)
 	}))
 	t.Cleanup(server.Close)
-	f, err := fetch.New()
+	f, err := fetch.New(allow(server))
 	g.Expect(err).NotTo(HaveOccurred())
 
 	pinned, err := f.Pin(context.Background(), v1beta2.ContentResource{Name: "rawManifest", Link: server.URL + "/m.yaml"})

@@ -20,7 +20,8 @@ type link struct {
 	raw string
 	// oci is true for oci:// links, false for http(s) URLs.
 	oci bool
-	// host is the registry host of an oci:// link.
+	// host is the registry host of an oci:// link, or the host (host:port)
+	// of an http(s) URL.
 	host string
 	// url is an http(s) link without its #sha256= fragment.
 	url string
@@ -74,7 +75,7 @@ func parseHTTPLink(raw string) (link, error) {
 	if u.Host == "" {
 		return link{}, fmt.Errorf("link %q has no host", u.Redacted())
 	}
-	l := link{raw: raw}
+	l := link{raw: raw, host: u.Host}
 	base, fragment, hasFragment := strings.Cut(raw, "#")
 	l.url = base
 	if !hasFragment {

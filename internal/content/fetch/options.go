@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -18,9 +19,16 @@ const DefaultMemoryCacheSize int64 = 256 << 20
 // cannot hold a reconcile forever.
 const DefaultTimeout = 2 * time.Minute
 
-// maxHTTPBody bounds what an http(s) link may return, so that a link to
-// something that is not module content cannot exhaust the operator's memory.
-const maxHTTPBody = 128 << 20
+// DefaultMaxBytes bounds one layer or body unless WithMaxBytes says
+// otherwise. Real module manifests are up to about 0.5 MB and charts a few
+// MB; a link to something else (a disk image, an endless stream) must not
+// exhaust the operator's memory.
+const DefaultMaxBytes int64 = 32 << 20
+
+// DefaultInFlightBytes bounds the bytes of all downloads in flight together
+// unless WithInFlightBytes says otherwise: four downloads at the cap, or
+// many of real module size.
+const DefaultInFlightBytes int64 = 128 << 20
 
 // Option configures a Fetcher.
 type Option func(*config)
@@ -32,6 +40,9 @@ type config struct {
 	memoryCacheSize int64
 	diskCacheDir    string
 	timeout         time.Duration
+	maxBytes        int64
+	inFlightBytes   int64
+	allowedHosts    []string
 }
 
 func newConfig(opts []Option) config {
@@ -39,20 +50,32 @@ func newConfig(opts []Option) config {
 		insecureHosts:   map[string]bool{},
 		memoryCacheSize: DefaultMemoryCacheSize,
 		timeout:         DefaultTimeout,
+		maxBytes:        DefaultMaxBytes,
+		inFlightBytes:   DefaultInFlightBytes,
 	}
 	for _, opt := range opts {
 		opt(&c)
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = DefaultMaxBytes
+	}
+	if c.inFlightBytes <= 0 {
+		c.inFlightBytes = DefaultInFlightBytes
 	}
 	return c
 }
 
 // WithInsecureRegistries reaches the given registry hosts (host:port as in
 // the links) over plain HTTP, as local and test registries on loopback are
-// served. Every other registry is reached over HTTPS.
+// served. Every other registry is reached over HTTPS, whatever its address.
+// The hosts count as allowed content hosts (WithAllowedHosts), on any
+// address.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(c *config) {
 		for _, h := range hosts {
-			c.insecureHosts[h] = true
+			if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+				c.insecureHosts[h] = true
+			}
 		}
 	}
 }
@@ -65,7 +88,9 @@ func WithKeychain(k authn.Keychain) Option {
 }
 
 // WithTransport sends every request, to registries and web servers alike,
-// through the given transport, e.g. one that trusts a private CA.
+// through the given transport, e.g. one that trusts a private CA. The host
+// allow-list, redirect rules and size caps still apply; the check of the
+// dialled address does not, as the given transport dials.
 func WithTransport(t http.RoundTripper) Option {
 	return func(c *config) { c.transport = t }
 }
@@ -87,4 +112,33 @@ func WithDiskCache(dir string) Option {
 // WithTimeout bounds each download and tag resolution.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
+}
+
+// WithMaxBytes bounds each layer and body: one that declares more is
+// refused before it is downloaded, and one that sends more is refused while
+// it streams. 0 or less keeps DefaultMaxBytes.
+func WithMaxBytes(n int64) Option {
+	return func(c *config) { c.maxBytes = n }
+}
+
+// WithInFlightBytes bounds the bytes of all downloads in flight together
+// (raised to the per-download cap if lower). 0 or less keeps
+// DefaultInFlightBytes.
+func WithInFlightBytes(n int64) Option {
+	return func(c *config) { c.inFlightBytes = n }
+}
+
+// WithAllowedHosts limits content to the given hosts and registries:
+// host:port, host (any port) or *.example.com (its subdomains). Without it
+// any host is allowed whose addresses are public. Either way a host that
+// resolves to a loopback, link-local (cloud metadata) or private address is
+// refused unless it is listed here or among the insecure registries.
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *config) {
+		for _, h := range hosts {
+			if h = strings.TrimSpace(h); h != "" {
+				c.allowedHosts = append(c.allowedHosts, h)
+			}
+		}
+	}
 }

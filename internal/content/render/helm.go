@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -29,6 +30,10 @@ const DefaultKubeVersion = "v1.37.0"
 // life cycle (tests, pre/post install jobs), which a module does not have.
 const helmHookAnnotation = "helm.sh/hook"
 
+// ErrOutputTooLarge is the cause of a refusal of a chart whose rendered
+// templates exceed HelmOptions.MaxOutputBytes.
+var ErrOutputTooLarge = errors.New("rendered chart is larger than the limit")
+
 // HelmOptions are what a chart is rendered with, besides its own files.
 type HelmOptions struct {
 	// ReleaseName is .Release.Name: the module's name.
@@ -42,6 +47,10 @@ type HelmOptions struct {
 	// KubeVersion is .Capabilities.KubeVersion, DefaultKubeVersion when
 	// empty; the chart's kubeVersion constraint is checked against it.
 	KubeVersion string
+	// MaxOutputBytes bounds the rendered templates together; 0 leaves them
+	// unbounded. It is checked once the engine is done: Helm's engine
+	// renders into memory and cannot be stopped on the way.
+	MaxOutputBytes int64
 }
 
 // HelmChart renders a packaged chart (.tgz) into objects, as helm install
@@ -61,6 +70,15 @@ func HelmChart(archive []byte, opts HelmOptions) ([]*unstructured.Unstructured, 
 	files, err := engine.Render(chrt, values)
 	if err != nil {
 		return nil, fmt.Errorf("rendering chart %q: %w", name, err)
+	}
+	if opts.MaxOutputBytes > 0 {
+		var size int64
+		for _, f := range files {
+			size += int64(len(f))
+		}
+		if size > opts.MaxOutputBytes {
+			return nil, fmt.Errorf("rendering chart %q: %w: its templates render %d bytes, the limit is %d (--helm-max-output-bytes)", name, ErrOutputTooLarge, size, opts.MaxOutputBytes)
+		}
 	}
 
 	var objs []*unstructured.Unstructured

@@ -1,0 +1,122 @@
+package fetch
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// hostPolicy says which hosts content may come from. A ModuleTemplate is
+// written by a module team, not by the SRE who runs the operator, so its
+// links must not make the operator reach what only the operator can reach:
+// the cloud metadata service, the control plane's own network, loopback.
+type hostPolicy struct {
+	// allowed are the SRE's content hosts and registries
+	// (--content-allowed-hosts). Empty allows every host whose addresses
+	// are public.
+	allowed []string
+	// insecure are the registries reached over plain HTTP
+	// (--insecure-registries), host:port as in links. The SRE named them,
+	// so they count as allowed.
+	insecure map[string]bool
+}
+
+// listed reports whether the SRE named host (host or host:port) in the
+// allow-list or among the insecure registries. A listed host may resolve to
+// any address, private ones included.
+func (p hostPolicy) listed(host string) bool {
+	host = strings.ToLower(host)
+	if p.insecure[host] {
+		return true
+	}
+	name, _ := splitHostPort(host)
+	for _, pattern := range p.allowed {
+		if hostMatches(strings.ToLower(pattern), host, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// permits refuses a host outside a non-empty allow-list. Whether its
+// addresses are public is checked when it is dialled (checkAddress).
+func (p hostPolicy) permits(host string) error {
+	if len(p.allowed) == 0 || p.listed(host) {
+		return nil
+	}
+	return fmt.Errorf("host %s is not an allowed content host; the operator's --content-allowed-hosts lists %s", host, strings.Join(p.allowed, ","))
+}
+
+// hostMatches matches one allow-list entry: host:port matches exactly,
+// host matches it on any port, and *.example.com matches the subdomains of
+// example.com on any port.
+func hostMatches(pattern, hostPort, name string) bool {
+	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
+		return strings.HasSuffix(name, "."+suffix)
+	}
+	if _, _, err := net.SplitHostPort(pattern); err == nil {
+		return pattern == hostPort
+	}
+	return strings.Trim(pattern, "[]") == name
+}
+
+// splitHostPort returns a link host's name (brackets of an IPv6 literal
+// removed) and port, which may be empty.
+func splitHostPort(host string) (name, port string) {
+	if n, p, err := net.SplitHostPort(host); err == nil {
+		return n, p
+	}
+	return strings.Trim(host, "[]"), ""
+}
+
+// nonPublic are the ranges a link may reach only through a listed host:
+// cloud metadata (link-local) and the networks of the control plane itself.
+var nonPublic = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local (cloud metadata)"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a shared (carrier-grade NAT)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "a broadcast"},
+	{netip.MustParsePrefix("::/128"), "an unspecified"},
+	{netip.MustParsePrefix("::1/128"), "a loopback"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local"},
+	{netip.MustParsePrefix("fc00::/7"), "a private"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast"},
+}
+
+// checkAddress refuses a non-public address. It runs on the address being
+// dialled, after name resolution, so a name that resolves to a public
+// address once and to 169.254.169.254 the next time (DNS rebinding) is
+// still refused.
+func checkAddress(address string) error {
+	ipText, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(ipText)
+	if err != nil {
+		return fmt.Errorf("dialling %s: not an IP address", address)
+	}
+	ip = ip.Unmap()
+	for _, r := range nonPublic {
+		if r.prefix.Contains(ip) {
+			return fmt.Errorf("%s is %s address; a content host there must be listed in --content-allowed-hosts (or --insecure-registries)", ip, r.what)
+		}
+	}
+	return nil
+}
+
+// refuseNonPublic is a net.Dialer Control function that applies
+// checkAddress.
+func refuseNonPublic(_, address string, _ syscall.RawConn) error {
+	return checkAddress(address)
+}

@@ -1,0 +1,37 @@
+package ociartifact
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// withoutBody replaces a registry's error answer by its status and error
+// codes. go-containerregistry's transport.Error repeats the registry's
+// messages and, when it cannot parse them, its raw response body; those are
+// the registry's words and must not reach a status, an event or a log.
+func withoutBody(err error) error {
+	var terr *transport.Error
+	if !errors.As(err, &terr) {
+		return err
+	}
+	var b strings.Builder
+	if terr.Request != nil {
+		fmt.Fprintf(&b, "%s %s://%s%s: ", terr.Request.Method, terr.Request.URL.Scheme, terr.Request.URL.Host, terr.Request.URL.Path)
+	}
+	fmt.Fprintf(&b, "registry answered %d %s", terr.StatusCode, http.StatusText(terr.StatusCode))
+	codes := make([]string, 0, len(terr.Errors))
+	for _, d := range terr.Errors {
+		// Codes are the registry's too: keep only what looks like one.
+		if code := string(d.Code); len(code) <= 32 && code != "" && strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+			codes = append(codes, code)
+		}
+	}
+	if len(codes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(codes, ", "))
+	}
+	return errors.New(b.String())
+}
