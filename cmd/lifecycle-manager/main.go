@@ -37,6 +37,8 @@ func main() {
 	flag.StringVar(&opts.KymaSelector, "kyma-selector", opts.KymaSelector, "Label selector of the Kymas this operator manages; others are left alone. Empty selects all.")
 	flag.StringVar(&opts.PauseSelector, "pause-selector", opts.PauseSelector, "Label selector of Kymas to pause, like the skip-reconciliation label. Empty pauses none.")
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime.")
+	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
+		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
 	opts.Watcher.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,8 +22,11 @@ type content struct {
 	fetcher *fetch.Fetcher
 }
 
-func newContent(opts ContentOptions) (*content, error) {
+func newContent(opts ContentOptions, keychain authn.Keychain) (*content, error) {
 	fetchOpts := []fetch.Option{fetch.WithInsecureRegistries(opts.InsecureRegistries...)}
+	if keychain != nil {
+		fetchOpts = append(fetchOpts, fetch.WithKeychain(keychain))
+	}
 	if opts.MemoryCacheBytes > 0 {
 		fetchOpts = append(fetchOpts, fetch.WithMemoryCacheSize(opts.MemoryCacheBytes))
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
@@ -82,6 +84,12 @@ type ContentOptions struct {
 	CacheDir string
 	// MemoryCacheBytes bounds the in-memory content cache.
 	MemoryCacheBytes int64
+
+	// RegistryCredentialsSecret names a kubernetes.io/dockerconfigjson
+	// Secret in the control-plane namespace whose credentials the operator
+	// uses for OCI registries, read live so that rotation needs no restart.
+	// Empty reads every registry anonymously.
+	RegistryCredentialsSecret string
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -172,7 +180,11 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	runtimes := runtime.NewClients(mgr.GetClient(), runtime.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 	})
-	content, err := newContent(opts.Content)
+	var keychain authn.Keychain
+	if opts.Content.RegistryCredentialsSecret != "" {
+		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})
+	}
+	content, err := newContent(opts.Content, keychain)
 	if err != nil {
 		return nil, err
 	}

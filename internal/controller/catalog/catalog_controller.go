@@ -157,13 +157,15 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 	return out, nil
 }
 
-// copyOf is the runtime's copy of a catalog object: its labels and spec.
+// copyOf is the runtime's copy of a catalog object: its labels and spec,
+// without credentials (see stripCredentials).
 func copyOf(obj client.Object, kind string, spec any) (*unstructured.Unstructured, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", kind, obj.GetName(), err)
 	}
 	dropNulls(content)
+	stripCredentials(content)
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
 	u.SetAPIVersion(v1beta2.GroupVersion.String())
 	u.SetKind(kind)
