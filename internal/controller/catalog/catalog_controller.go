@@ -110,8 +110,9 @@ type source struct {
 }
 
 // desired lists the catalog objects the Kyma's runtime may see: beta and
-// internal ones only when the Kyma is labelled for them, and no template
-// labelled operator.kyma-project.io/sync=false.
+// internal ones only when the Kyma is labelled for them, no template
+// labelled operator.kyma-project.io/sync=false, and none that targets the
+// control plane.
 func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source, error) {
 	beta := strings.EqualFold(kyma.Labels[v1beta2.BetaLabel], "true")
 	internal := strings.EqualFold(kyma.Labels[v1beta2.InternalLabel], "true")
@@ -146,6 +147,12 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 	for i := range templates.Items {
 		t := &templates.Items[i]
 		if hidden[t.Spec.ModuleName] || !visible(t.Labels, false, false) {
+			continue
+		}
+		if t.Spec.Target == v1beta2.TargetControlPlane {
+			// Stored before admission refused it; the runtime's API server,
+			// with the same CRD, would refuse the copy and with it the
+			// whole sync. Nothing can install it anyway.
 			continue
 		}
 		obj, err := copyOf(t, "ModuleTemplate", &t.Spec)
