@@ -125,8 +125,11 @@ func dockerConfig(host, user, password string) string {
 // quotes any of the secrets.
 func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string, secrets ...string) {
 	t.Helper()
+	var shown string
+	defer func() { t.Logf("Module %s: %s", module, shown) }()
 	Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
+		shown = m.Message
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring(message))
 		manifest := &v1beta2.Manifest{}
@@ -163,9 +166,11 @@ func TestPrivateRegistryCredentialsAreReadLive(t *testing.T) {
 	k := newKyma(t, module(name))
 	expectModuleErrorWithout(t, k, name, "UNAUTHORIZED", password1)
 
-	// A Secret that is not a docker config says so, without quoting it.
-	setRegistryCredentials(t, `{"auths":{"`+reg.host()+`":{"password":"`+password1+`"`)
-	expectModuleErrorWithout(t, k, name, "holds no valid docker config", password1)
+	// A Secret whose entry cannot be decoded (the API server only checks
+	// that it is JSON) says so, without quoting it.
+	noColon := base64.StdEncoding.EncodeToString([]byte(password1))
+	setRegistryCredentials(t, fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.host(), noColon))
+	expectModuleErrorWithout(t, k, name, "holds no valid docker config", password1, noColon)
 
 	// The right Secret: the module installs.
 	setRegistryCredentials(t, dockerConfig(reg.host(), "robot", password1))
