@@ -28,9 +28,12 @@ type Manifest struct {
 
 // ManifestSpec is the desired installation of one module in one runtime.
 type ManifestSpec struct {
-	// Remote is true when the module goes to the runtime rather than the
-	// control plane.
+	// Remote is true when the module goes to the runtime, as the Kyma API
+	// writes it. false, the control plane, is refused at admission for now:
+	// installed with the operator's own rights, a module could take over the
+	// control plane. An absent remote means the runtime too.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == true",message="remote: false (install into the control plane) is not supported yet: the module would run with the operator's rights; set remote: true to install the module into the runtime"
 	Remote bool `json:"remote"`
 
 	// Version of the module being installed.

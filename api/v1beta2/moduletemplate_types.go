@@ -91,12 +91,32 @@ type ModuleTemplateSpec struct {
 	// +optional
 	RequiresDowntime bool `json:"requiresDowntime,omitempty"`
 
-	// Target is where the module is installed: the runtime (default) or the
-	// control plane.
+	// Target is where the module is installed: the runtime (default; older
+	// versions of the Kyma API wrote it as remote). control-plane is refused
+	// at admission for now: installed with the operator's own rights, a
+	// module could take over the control plane; it waits for modules to get
+	// identities of their own (least privilege).
 	// +optional
 	// +kubebuilder:default:=runtime
-	// +kubebuilder:validation:Enum=runtime;control-plane
+	// +kubebuilder:validation:Enum=runtime;remote;control-plane
+	// +kubebuilder:validation:XValidation:rule="self != 'control-plane'",message="target control-plane is not supported yet: the module would run with the operator's rights in the control plane; install the module into the runtime (target: runtime)"
 	Target string `json:"target,omitempty"`
+
+	// RuntimeValues lists the Helm values a runtime owner may set for this
+	// module in the runtime's own Kyma (spec.modules[].values): top-level
+	// keys ("greeting") or dotted paths ("resources.limits"); a key allows
+	// everything beneath it. Values the runtime's Kyma sets under any other
+	// key are refused: the module shows Error and what is installed stays
+	// as it is. Absent or empty, the runtime's Kyma may set no values at
+	// all. Values in the control plane's Kyma are not restricted. Allow only
+	// keys your chart treats as plain data (never passed to tpl, never
+	// naming images, hosts or privileges).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	RuntimeValues []string `json:"runtimeValues,omitempty"`
 
 	// RBAC is the access the module's own operator needs in the runtime; it
 	// is granted through a dedicated, least-privilege identity.
@@ -106,7 +126,10 @@ type ModuleTemplateSpec struct {
 
 // Targets of a ModuleTemplate.
 const (
-	TargetRuntime      = "runtime"
+	TargetRuntime = "runtime"
+	// TargetRemote is how older versions of the Kyma API name the runtime.
+	TargetRemote = "remote"
+	// TargetControlPlane is refused at admission (see ModuleTemplateSpec.Target).
 	TargetControlPlane = "control-plane"
 )
 

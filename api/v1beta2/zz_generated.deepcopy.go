@@ -711,6 +711,11 @@ func (in *ModuleTemplateSpec) DeepCopyInto(out *ModuleTemplateSpec) {
 		*out = new(Manager)
 		**out = **in
 	}
+	if in.RuntimeValues != nil {
+		in, out := &in.RuntimeValues, &out.RuntimeValues
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.RBAC != nil {
 		in, out := &in.RBAC, &out.RBAC
 		*out = new(ModuleRBAC)

@@ -41,6 +41,8 @@ func main() {
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", opts.ReconcileTimeout, "Longest run of one Kyma, Manifest or catalog reconcile; 0 means none.")
 	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime at once, across controllers; others requeue. 0 means no cap.")
 	opts.Content.BindFlags(flag.CommandLine)
+	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
+		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
 	opts.Watcher.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,12 +47,15 @@ func (o *ContentOptions) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentRenders, "helm-max-concurrent-renders", o.MaxConcurrentRenders, "Helm charts rendered at once, including renders past their deadline that still run.")
 }
 
-func newContent(opts ContentOptions) (*content, error) {
+func newContent(opts ContentOptions, keychain authn.Keychain) (*content, error) {
 	fetchOpts := []fetch.Option{
 		fetch.WithInsecureRegistries(opts.InsecureRegistries...),
 		fetch.WithAllowedHosts(opts.AllowedHosts...),
 		fetch.WithMaxBytes(opts.MaxBytes),
 		fetch.WithInFlightBytes(opts.InFlightBytes),
+	}
+	if keychain != nil {
+		fetchOpts = append(fetchOpts, fetch.WithKeychain(keychain))
 	}
 	if opts.MemoryCacheBytes > 0 {
 		fetchOpts = append(fetchOpts, fetch.WithMemoryCacheSize(opts.MemoryCacheBytes))

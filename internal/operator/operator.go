@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -109,6 +110,11 @@ type ContentOptions struct {
 	RenderDeadline       time.Duration
 	RenderMaxOutputBytes int64
 	MaxConcurrentRenders int
+	// RegistryCredentialsSecret names a kubernetes.io/dockerconfigjson
+	// Secret in the control-plane namespace whose credentials the operator
+	// uses for OCI registries, read live so that rotation needs no restart.
+	// Empty reads every registry anonymously.
+	RegistryCredentialsSecret string
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -211,7 +217,11 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
 	})
-	content, err := newContent(opts.Content)
+	var keychain authn.Keychain
+	if opts.Content.RegistryCredentialsSecret != "" {
+		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})
+	}
+	content, err := newContent(opts.Content, keychain)
 	if err != nil {
 		return nil, err
 	}

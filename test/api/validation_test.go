@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -86,7 +87,27 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{
 			name: "template unknown target",
 			obj:  template("t3", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", Target: "moon"}),
-			want: []string{"spec.target", `supported values: "runtime", "control-plane"`},
+			want: []string{"spec.target", `supported values: "runtime", "remote", "control-plane"`},
+		},
+		{
+			name: "template targeting the control plane",
+			obj:  template("t4", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", Target: v1beta2.TargetControlPlane}),
+			want: []string{"spec.target", "target control-plane is not supported yet", "install the module into the runtime (target: runtime)"},
+		},
+		{
+			name: "template runtime value key that is not a dotted path",
+			obj:  template("t5", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", RuntimeValues: []string{"greeting", "a..b"}}),
+			want: []string{"spec.runtimeValues[1]", "should match"},
+		},
+		{
+			name: "template runtime value key twice",
+			obj:  template("t6", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", RuntimeValues: []string{"greeting", "greeting"}}),
+			want: []string{"spec.runtimeValues[1]", "Duplicate value"},
+		},
+		{
+			name: "manifest for the control plane",
+			obj:  &v1beta2.Manifest{ObjectMeta: meta("m2"), Spec: v1beta2.ManifestSpec{Remote: false, ModuleName: "sample"}},
+			want: []string{"spec.remote", "remote: false (install into the control plane) is not supported yet", "set remote: true"},
 		},
 		{
 			name: "release meta with channels and mandatory",
@@ -131,7 +152,7 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{
 			name: "manifest unknown customResourcePolicy",
 			obj: &v1beta2.Manifest{ObjectMeta: meta("m1"), Spec: v1beta2.ManifestSpec{
-				CustomResourcePolicy: "Sometimes",
+				Remote: true, CustomResourcePolicy: "Sometimes",
 			}},
 			want: []string{"spec.customResourcePolicy", "supported values"},
 		},
@@ -165,4 +186,35 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRuntimeTargetsOfTheKymaAPIStillApply checks that refusing the control
+// plane leaves every runtime target of the Kyma API valid: a Manifest with
+// remote: true, a Manifest without remote, a template with the older target:
+// remote, and a template without target, which defaults to the runtime.
+func TestRuntimeTargetsOfTheKymaAPIStillApply(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	strict := client.WithFieldValidation(k8sClient, metav1.FieldValidationStrict)
+
+	objects := []string{
+		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"Manifest","metadata":{"name":"remote-true"},
+		  "spec":{"remote":true,"install":{"name":"raw-manifest","source":{"type":"oci-ref"}}}}`,
+		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"Manifest","metadata":{"name":"remote-absent"},"spec":{"version":"1.0.0"}}`,
+		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"ModuleTemplate","metadata":{"name":"older-klm"},
+		  "spec":{"channel":"regular","target":"remote","data":{"apiVersion":"v1","kind":"Sample"},"descriptor":{"component":{"name":"x"}}}}`,
+		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"ModuleTemplate","metadata":{"name":"no-target"},
+		  "spec":{"moduleName":"sample","version":"1.0.0"}}`,
+	}
+	for _, raw := range objects {
+		obj := &unstructured.Unstructured{}
+		g.Expect(obj.UnmarshalJSON([]byte(raw))).To(Succeed())
+		obj.SetNamespace(ns)
+		g.Expect(strict.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+	}
+	got := &v1beta2.ModuleTemplate{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "no-target"}, got)).To(Succeed())
+	g.Expect(got.Spec.Target).To(Equal(v1beta2.TargetRuntime))
+	g.Expect(got.Spec.RuntimeValues).To(BeEmpty(), "absent runtimeValues: the runtime's Kyma may set no values")
 }

@@ -134,6 +134,7 @@ func run(m *testing.M) int {
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
 	mgr, err := operator.New(ctx, opts)

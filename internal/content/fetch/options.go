@@ -81,7 +81,7 @@ func WithInsecureRegistries(hosts ...string) Option {
 }
 
 // WithKeychain authenticates to registries with the given credentials,
-// e.g. DockerConfigKeychain of the operator's dockerconfigjson Secret.
+// e.g. a SecretKeychain of the operator's dockerconfigjson Secret.
 // Without it registries are read anonymously.
 func WithKeychain(k authn.Keychain) Option {
 	return func(c *config) { c.keychain = k }

@@ -119,8 +119,9 @@ type source struct {
 }
 
 // desired lists the catalog objects the Kyma's runtime may see: beta and
-// internal ones only when the Kyma is labelled for them, and no template
-// labelled operator.kyma-project.io/sync=false.
+// internal ones only when the Kyma is labelled for them, no template
+// labelled operator.kyma-project.io/sync=false, and none that targets the
+// control plane.
 func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source, error) {
 	beta := strings.EqualFold(kyma.Labels[v1beta2.BetaLabel], "true")
 	internal := strings.EqualFold(kyma.Labels[v1beta2.InternalLabel], "true")
@@ -157,6 +158,12 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 		if hidden[t.Spec.ModuleName] || !visible(t.Labels, false, false) {
 			continue
 		}
+		if t.Spec.Target == v1beta2.TargetControlPlane {
+			// Stored before admission refused it; the runtime's API server,
+			// with the same CRD, would refuse the copy and with it the
+			// whole sync. Nothing can install it anyway.
+			continue
+		}
 		obj, err := copyOf(t, "ModuleTemplate", &t.Spec)
 		if err != nil {
 			return nil, err
@@ -166,13 +173,15 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 	return out, nil
 }
 
-// copyOf is the runtime's copy of a catalog object: its labels and spec.
+// copyOf is the runtime's copy of a catalog object: its labels and spec,
+// without credentials (see stripCredentials).
 func copyOf(obj client.Object, kind string, spec any) (*unstructured.Unstructured, error) {
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", kind, obj.GetName(), err)
 	}
 	dropNulls(content)
+	stripCredentials(content)
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
 	u.SetAPIVersion(v1beta2.GroupVersion.String())
 	u.SetKind(kind)

@@ -123,6 +123,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	}
 	effective := kyma.DeepCopy()
 	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
+	fromRuntime := runtimeOnlyModules(kyma.Spec.Modules, runtimeModules)
 	modules := resolve.Resolve(effective, catalog, installedVersions(existing))
 
 	desired := map[string]bool{}
@@ -130,6 +131,10 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	for i := range modules {
 		module := &modules[i]
 		desired[ManifestName(kyma.Name, module.Name)] = true
+		if err := refuseUntrusted(module, fromRuntime[module.Name]); err != nil {
+			module.Err = err // reported on the module; what is installed stays
+			continue
+		}
 		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)]); err != nil {
 			module.Err = err
 			syncErrs = append(syncErrs, err)

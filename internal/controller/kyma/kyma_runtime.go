@@ -194,6 +194,7 @@ func deleteRuntimeKyma(ctx context.Context, c client.Client, key client.ObjectKe
 func mirrorStatus(ctx context.Context, c client.Client, remote *v1beta2.Kyma, kyma *v1beta2.Kyma) error {
 	desired := kyma.Status.DeepCopy()
 	desired.RuntimeModules = nil
+	redactStatus(desired)
 	if equality.Semantic.DeepEqual(&remote.Status, desired) {
 		return nil
 	}
