@@ -21,6 +21,10 @@ const (
 	ReasonUnreachable = "unreachable"
 	// ReasonServerError: the listener answered 5xx; retried.
 	ReasonServerError = "server_error"
+	// ReasonThrottled: the listener answered 429, the runtime is over its
+	// rate limit; retried after the answer's Retry-After without using up an
+	// attempt.
+	ReasonThrottled = "throttled"
 	// ReasonRejected: the listener refused the report (4xx); not retried,
 	// since sending it again cannot change the answer.
 	ReasonRejected = "rejected"
