@@ -133,13 +133,26 @@ func buildCase(data []byte, extraVersion string) (fuzzCase, error) {
 // and not lower than the installed one. Every failure wraps exactly one
 // sentinel error, and each module appears once.
 func FuzzResolve(f *testing.F) {
+	// The bytes index into the universe (see buildCase): names chart,
+	// evolving, sample, other; channels "", regular, fast, experimental;
+	// versions 1.0.0, 2.0.0, 0.9.0, 1.10.0, 2.0.0-rc.1, v1.0.0, 1.0,
+	// 01.0.0, "" and the fuzzer's own.
 	f.Add([]byte{}, "")
-	// sample listed in regular; a meta mapping regular to 1.0.0; its template.
-	f.Add([]byte{0b0100, 1, 0, 1, 0, 1, 0b01000, 0, 1, 0, 1, 0, 0, 0}, "1.0.0")
+	// sample listed in regular, which its ModuleReleaseMeta maps to 1.0.0.
+	f.Add([]byte{0b0100, 1, 2, 1, 0, 1, 0b01000, 2, 1, 0, 1, 0, 0, 2, 0, 0, 0, 0}, "")
+	// Two channels: fast to 2.0.0, regular to 1.0.0; both published.
+	f.Add([]byte{0b0100, 1, 2, 1, 0, 1, 0b10000, 2, 2, 1, 1, 0, 2, 0, 0, 2, 0, 1, 2, 0, 0, 0, 0}, "")
 	// Downgrade: evolving installed at 2.0.0, regular points to 1.0.0.
-	f.Add([]byte{0b0100, 1, 2, 1, 0, 1, 0b01000, 2, 1, 0, 2, 0, 2, 0, 0, 0b11, 0}, "")
-	// A beta, internal, mandatory meta and legacy mandatory templates.
-	f.Add([]byte{0b0111, 2, 0, 2, 1, 3, 3, 0b01111, 0, 0, 1, 1, 4, 0b0011, 0, 3, 0b1101, 3, 1, 0b0111, 3, 2, 0b1}, "3.0.0")
+	f.Add([]byte{0b0100, 1, 1, 1, 0, 1, 0b01000, 1, 1, 0, 1, 0, 0, 1, 0, 3, 0, 0}, "")
+	// Upgrade: evolving installed at 1.0.0, regular points to 2.0.0.
+	f.Add([]byte{0b0100, 1, 1, 1, 0, 1, 0b01000, 1, 1, 1, 1, 0, 1, 1, 0, 1, 0, 0}, "")
+	// A beta ModuleReleaseMeta and a Kyma without the beta label.
+	f.Add([]byte{0b0100, 1, 2, 1, 0, 1, 0b01001, 2, 1, 0, 1, 0, 0, 2, 0, 0, 0, 0}, "")
+	// chart mandatory at 1.0.0 through its ModuleReleaseMeta, not listed.
+	f.Add([]byte{0b0100, 0, 1, 0b00100, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, "")
+	// Legacy mandatory templates of "other" (label-named, one beta and
+	// internal, one without a semantic version), installed at 1.0.0.
+	f.Add([]byte{0b0111, 0, 0, 3, 0b0011, 0, 3, 0b1101, 3, 3, 0b0001, 6, 3, 0, 0, 0, 1}, "")
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, "1.0.0+build.1")
 	f.Fuzz(func(t *testing.T, data []byte, extraVersion string) {
 		c, err := buildCase(data, extraVersion)
