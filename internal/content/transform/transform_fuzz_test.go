@@ -31,6 +31,8 @@ func fuzzScope() transform.ScopeFunc {
 }
 
 var transformSeeds = []string{
+	// Content that claims another Kyma's and module's objects.
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: claims\n  labels: {app: x, tier: web, operator.kyma-project.io/kyma-name: other-kyma, operator.kyma-project.io/module-name: other}\n  annotations: {operator.kyma-project.io/owned-by: kcp-system/other-kyma-other}\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: elsewhere\n  labels: {operator.kyma-project.io/managed-by: someone-else}\n",
 	"apiVersion: v1\nkind: Namespace\nmetadata: {name: ns, namespace: not-for-a-namespace}\n",
 	"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r, namespace: x, labels: null, annotations: null}\n",
