@@ -52,7 +52,9 @@ type Metrics struct {
 	// ReportsCoalesced counts reports merged into one still waiting for the
 	// same object.
 	ReportsCoalesced prometheus.Counter
-	// ReportRetries counts attempts after the first.
+	// ReportRetries counts attempts after the first. A report sent again
+	// after a 429 does not use up an attempt; ReportFailures{throttled}
+	// counts those.
 	ReportRetries prometheus.Counter
 	// ReportFailures counts failed attempts and dropped reports by reason.
 	ReportFailures *prometheus.CounterVec
