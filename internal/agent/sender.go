@@ -236,13 +236,11 @@ func (e *throttledError) Error() string {
 // wait from now within [0, maxRetryAfter]; without a usable header it is
 // fallback.
 func retryAfter(header string, now time.Time, fallback time.Duration) time.Duration {
-	var wait time.Duration
+	wait := fallback
 	if secs, err := strconv.Atoi(strings.TrimSpace(header)); err == nil {
 		wait = time.Duration(secs) * time.Second
 	} else if at, err := http.ParseTime(header); err == nil {
 		wait = at.Sub(now)
-	} else {
-		wait = fallback
 	}
 	return min(max(wait, 0), maxRetryAfter)
 }
