@@ -238,7 +238,7 @@ func (e *throttledError) Error() string {
 func retryAfter(header string, now time.Time, fallback time.Duration) time.Duration {
 	wait := fallback
 	if secs, err := strconv.Atoi(strings.TrimSpace(header)); err == nil {
-		wait = time.Duration(secs) * time.Second
+		wait = time.Duration(min(secs, int(maxRetryAfter/time.Second))) * time.Second // no overflow
 	} else if at, err := http.ParseTime(header); err == nil {
 		wait = at.Sub(now)
 	}

@@ -295,6 +295,7 @@ func TestRetryAfter(t *testing.T) {
 		{name: "date in the past", header: now.Add(-time.Minute).Format(http.TimeFormat), want: 0},
 		{name: "negative", header: "-5", want: 0},
 		{name: "absurdly long", header: "100000", want: maxRetryAfter},
+		{name: "past the range of a Duration", header: "99999999999999999", want: maxRetryAfter},
 		{name: "missing", header: "", want: fallback},
 		{name: "garbage", header: "soon", want: fallback},
 	}
