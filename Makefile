@@ -81,6 +81,14 @@ bench: testbin ## Run the benchmarks against real API servers and print their fi
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./test/e2e/ ./test/watcher/
 	$(GO) run ./cmd/fleet-bench $(BENCH_FLAGS)
 
+# Time per fuzz target (make fuzz FUZZTIME=3m) and extra go test flags (FUZZFLAGS=-parallel=1).
+FUZZTIME  ?= 30s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target (func FuzzXxx) in the repository for FUZZTIME each (30s), one after the other.
+	@$(ROOT)/hack/fuzz.sh $(FUZZTIME) $(FUZZFLAGS)
+
 ##@ Tools
 
 $(CONTROLLER_GEN): hack/devtools/controller-gen/go.mod

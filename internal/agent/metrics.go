@@ -21,6 +21,10 @@ const (
 	ReasonUnreachable = "unreachable"
 	// ReasonServerError: the listener answered 5xx; retried.
 	ReasonServerError = "server_error"
+	// ReasonThrottled: the listener answered 429, the runtime is over its
+	// rate limit; retried after the answer's Retry-After without using up an
+	// attempt.
+	ReasonThrottled = "throttled"
 	// ReasonRejected: the listener refused the report (4xx); not retried,
 	// since sending it again cannot change the answer.
 	ReasonRejected = "rejected"
@@ -48,7 +52,9 @@ type Metrics struct {
 	// ReportsCoalesced counts reports merged into one still waiting for the
 	// same object.
 	ReportsCoalesced prometheus.Counter
-	// ReportRetries counts attempts after the first.
+	// ReportRetries counts attempts after the first. A report sent again
+	// after a 429 does not use up an attempt; ReportFailures{throttled}
+	// counts those.
 	ReportRetries prometheus.Counter
 	// ReportFailures counts failed attempts and dropped reports by reason.
 	ReportFailures *prometheus.CounterVec

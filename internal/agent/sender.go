@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,11 @@ import (
 // replace it (coalescing), is retried with exponential backoff on failures
 // that a retry can cure, and is dropped — counted — after the last attempt,
 // when it is too large, or when too many objects are waiting.
+//
+// A 429 (the runtime is over the listener's rate limit) is not a failure of
+// the listener: the report waits as long as the answer's Retry-After says,
+// keeps taking later reports of its object, and is sent again without using
+// up an attempt, so the latest change of every object still arrives.
 //
 // The window also gives the runtime's API server time to store the change:
 // admission runs before the write, so a report sent at once could make the
@@ -106,9 +113,16 @@ func (s *sender) next(ctx context.Context) bool {
 		s.metrics.ReportRetries.Inc()
 	}
 	retry, err := s.send(ctx, rep)
+	var throttled *throttledError
 	switch {
 	case err == nil:
 		s.queue.Forget(key)
+	case errors.As(err, &throttled):
+		// Not an attempt: the listener is there and says when to come back.
+		// Later reports of the object replace this one meanwhile.
+		s.requeue(key, rep)
+		s.log.V(1).Info("Report throttled, retrying later", "id", rep.ID, "object", key, "retryAfter", throttled.retryAfter)
+		s.queue.AddAfter(key, jitter(throttled.retryAfter))
 	case !retry:
 		s.queue.Forget(key)
 		s.log.Error(err, "Report refused", "id", rep.ID, "object", key)
@@ -118,15 +132,22 @@ func (s *sender) next(ctx context.Context) bool {
 		s.log.Error(err, "Dropping a report after the last attempt; the control plane's periodic reconcile remains",
 			"id", rep.ID, "object", key, "attempts", attempt)
 	default:
-		s.mu.Lock()
-		if _, newer := s.pending[key]; !newer {
-			s.pending[key] = rep
-		}
-		s.mu.Unlock()
+		s.requeue(key, rep)
 		s.log.V(1).Info("Report failed, retrying", "id", rep.ID, "object", key, "attempt", attempt, "error", err.Error())
 		s.queue.AddRateLimited(key)
 	}
 	return true
+}
+
+// requeue puts rep back to wait for its retry, unless a later report of the
+// same object arrived meanwhile.
+func (s *sender) requeue(key string, rep *report.Report) {
+	s.mu.Lock()
+	if _, newer := s.pending[key]; !newer {
+		s.pending[key] = rep
+		s.metrics.Pending.Set(float64(len(s.pending)))
+	}
+	s.mu.Unlock()
 }
 
 // send posts one report and tells whether a failure is worth retrying.
@@ -186,9 +207,46 @@ func (s *sender) post(ctx context.Context, path string, body []byte) (reason str
 	switch {
 	case resp.StatusCode < 300:
 		return "", false, nil
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+	case resp.StatusCode == http.StatusTooManyRequests:
+		wait := retryAfter(resp.Header.Get("Retry-After"), time.Now(), s.opts.MaxBackoff)
+		return ReasonThrottled, true, &throttledError{retryAfter: wait, msg: strings.TrimSpace(string(msg))}
+	case resp.StatusCode >= 500:
 		return ReasonServerError, true, fmt.Errorf("listener answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	default:
 		return ReasonRejected, false, fmt.Errorf("listener refused: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
+}
+
+// maxRetryAfter bounds the wait a listener's Retry-After can ask for, in
+// case the header is garbage.
+const maxRetryAfter = 5 * time.Minute
+
+// throttledError is a 429 from the listener: the runtime is over its rate
+// limit and should come back after retryAfter.
+type throttledError struct {
+	retryAfter time.Duration
+	msg        string
+}
+
+func (e *throttledError) Error() string {
+	return fmt.Sprintf("listener answered 429 (rate limited), retry after %s: %s", e.retryAfter, e.msg)
+}
+
+// retryAfter reads a Retry-After header, in seconds or an HTTP date, as a
+// wait from now within [0, maxRetryAfter]; without a usable header it is
+// fallback.
+func retryAfter(header string, now time.Time, fallback time.Duration) time.Duration {
+	wait := fallback
+	if secs, err := strconv.Atoi(strings.TrimSpace(header)); err == nil {
+		wait = time.Duration(min(secs, int(maxRetryAfter/time.Second))) * time.Second // no overflow
+	} else if at, err := http.ParseTime(header); err == nil {
+		wait = at.Sub(now)
+	}
+	return min(max(wait, 0), maxRetryAfter)
+}
+
+// jitter adds up to a fifth to d, so that the reports refused together do
+// not all come back in the same instant.
+func jitter(d time.Duration) time.Duration {
+	return d + rand.N(d/5+1)
 }

@@ -3,12 +3,16 @@ package agent
 import (
 	"context"
 	"net"
+	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -36,7 +40,7 @@ type testListener struct {
 	requeued atomic.Int64
 }
 
-func startListener(t *testing.T) *testListener {
+func startListener(t *testing.T, change ...func(*listener.Options)) *testListener {
 	t.Helper()
 	ca, err := pki.NewCA("test", time.Hour)
 	if err != nil {
@@ -49,13 +53,17 @@ func startListener(t *testing.T) *testListener {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	requeue := make(chan event.TypedGenericEvent[*v1beta2.Kyma])
-	l, err := listener.New(listener.Options{
+	opts := listener.Options{
 		Address:        addr,
 		ClientCAs:      ca.Pool(),
 		GetCertificate: pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
 		Kymas:          kymasByRuntime{"runtime-a": {{Namespace: "kcp-system", Name: "kyma-a"}}, "runtime-b": {{Namespace: "kcp-system", Name: "kyma-b"}}},
 		Requeue:        requeue,
-	})
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	l, err := listener.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +114,11 @@ func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sende
 		t.Fatal(err)
 	}
 	creds.client.Store(state)
-	s := newSender(opts, creds, metrics, logr.Discard())
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	s := newSender(opts, creds, metrics, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.run(ctx); close(done) }()
@@ -200,4 +212,98 @@ func TestHeartbeatIsRecordedByTheListener(t *testing.T) {
 	s2, m2 := newTestSender(t, l, func(o *Options) { o.ListenerURL = other.url })
 	s2.heartbeat(context.Background())
 	g.Expect(value(m2.Heartbeats.WithLabelValues("failed"))).To(Equal(1.0))
+}
+
+// acceptedIDs collects the ids of the reports the listener accepted, from
+// the sender's log.
+type acceptedIDs struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (a *acceptedIDs) logger() logr.Logger {
+	return funcr.New(func(_, args string) {
+		if strings.Contains(args, `"msg"="Report accepted"`) {
+			if _, rest, ok := strings.Cut(args, `"id"="`); ok {
+				id, _, _ := strings.Cut(rest, `"`)
+				a.mu.Lock()
+				a.ids = append(a.ids, id)
+				a.mu.Unlock()
+			}
+		}
+	}, funcr.Options{Verbosity: 1})
+}
+
+func (a *acceptedIDs) list() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.ids)
+}
+
+// A runtime over its rate limit is answered 429: the agent waits as long as
+// Retry-After says, without using up an attempt (one attempt only here, so
+// the old handling dropped the report), and a change arriving meanwhile
+// replaces the waiting report, so the latest change of each object is what
+// arrives.
+func TestSenderWaitsOutTheRateLimitAndKeepsTheLatestChange(t *testing.T) {
+	g := NewWithT(t)
+	l := startListener(t, func(o *listener.Options) { o.ReportRate, o.ReportBurst = 1, 1 })
+	accepted := &acceptedIDs{}
+	s, m := newTestSender(t, l, func(o *Options) {
+		o.MaxAttempts = 1
+		o.Logger = accepted.logger()
+	})
+	objects := []string{"x", "y", "z"}
+	for _, name := range objects {
+		s.enqueue(testReport(name, "kyma-a"))
+	}
+	g.Eventually(func() float64 { return value(m.ReportFailures.WithLabelValues(ReasonThrottled)) }, 10*time.Second, 10*time.Millisecond).
+		Should(BeNumerically(">=", 1), "three reports at once over a bucket of one")
+	coalesced := value(m.ReportsCoalesced)
+	for _, name := range objects {
+		latest := testReport(name, "kyma-a")
+		latest.ID = name + "-latest"
+		s.enqueue(latest)
+	}
+	g.Expect(value(m.ReportsCoalesced)).To(BeNumerically(">", coalesced), "a newer change did not replace a throttled report")
+
+	g.Eventually(accepted.list, 30*time.Second, 50*time.Millisecond).Should(ContainElements("x-latest", "y-latest", "z-latest"))
+	g.Expect(value(m.ReportFailures.WithLabelValues(ReasonRetriesExhausted))).To(BeZero())
+	g.Expect(value(m.ReportFailures.WithLabelValues(ReasonRejected))).To(BeZero())
+	g.Expect(value(m.Pending)).To(BeZero())
+	// An older report of an object went, if at all, before its latest one;
+	// at least one was replaced while it waited, and never went.
+	ids, olderSent := accepted.list(), 0
+	for _, name := range objects {
+		if i := slices.Index(ids, name); i >= 0 {
+			olderSent++
+			g.Expect(i).To(BeNumerically("<", slices.Index(ids, name+"-latest")), "%s's older report went after its latest", name)
+		}
+	}
+	g.Expect(olderSent).To(BeNumerically("<", len(objects)))
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const fallback = 10 * time.Second
+	tests := []struct {
+		name, header string
+		want         time.Duration
+	}{
+		{name: "seconds", header: "3", want: 3 * time.Second},
+		{name: "HTTP date", header: now.Add(20 * time.Second).Format(http.TimeFormat), want: 20 * time.Second},
+		{name: "date in the past", header: now.Add(-time.Minute).Format(http.TimeFormat), want: 0},
+		{name: "negative", header: "-5", want: 0},
+		{name: "absurdly long", header: "100000", want: maxRetryAfter},
+		{name: "past the range of a Duration", header: "99999999999999999", want: maxRetryAfter},
+		{name: "missing", header: "", want: fallback},
+		{name: "garbage", header: "soon", want: fallback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryAfter(tt.header, now, fallback); got != tt.want {
+				t.Fatalf("retryAfter(%q) = %s, want %s", tt.header, got, tt.want)
+			}
+		})
+	}
 }

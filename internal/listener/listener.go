@@ -9,6 +9,11 @@
 // whose runtime-id label equals it, so a runtime can never make the control
 // plane act on another runtime's Kyma. Reports carry no object content; they
 // only make the Kyma controller look again.
+//
+// Fairness: a runtime's client key is readable inside the runtime, so each
+// runtime id has a token bucket of its own (Options.ReportRate); a runtime
+// over it is answered 429 with Retry-After, and one runtime flooding the
+// listener does not delay another's reports.
 package listener
 
 import (
@@ -72,6 +77,13 @@ type Options struct {
 	// one recheck per object is pending, so it costs at most one reconcile
 	// per object per period.
 	RecheckAfter time.Duration
+	// ReportRate and ReportBurst bound the requests (reports and heartbeats)
+	// of each runtime id: a token bucket per runtime of ReportBurst tokens,
+	// refilled at ReportRate per second. A request without a token is
+	// answered 429 with Retry-After before its body is read. ReportRate 0 or
+	// less means no limit.
+	ReportRate  float64
+	ReportBurst int
 }
 
 // target is an object the listener requeues: a Kyma or a Manifest.
@@ -84,6 +96,8 @@ type target struct {
 type Listener struct {
 	opts Options
 	log  logr.Logger
+
+	limiter *runtimeLimiter
 
 	mu       sync.Mutex
 	ctx      context.Context
@@ -104,7 +118,10 @@ func New(opts Options) (*Listener, error) {
 	if opts.EnqueueTimeout <= 0 {
 		opts.EnqueueTimeout = time.Second
 	}
-	return &Listener{opts: opts, log: ctrl.Log.WithName("listener"), rechecks: map[target]bool{}}, nil
+	return &Listener{
+		opts: opts, log: ctrl.Log.WithName("listener"), rechecks: map[target]bool{},
+		limiter: newRuntimeLimiter(opts.ReportRate, opts.ReportBurst),
+	}, nil
 }
 
 // NeedLeaderElection keeps the listener on the leader: only there does the
@@ -188,6 +205,13 @@ func (l *Listener) authenticate(w http.ResponseWriter, r *http.Request, h handle
 	if runtimeID == "" {
 		Rejected.WithLabelValues(ReasonUnknownRuntime).Inc()
 		return reply(w, http.StatusForbidden, "client certificate names no runtime")
+	}
+	// The limit comes before the body is read and the Kymas are looked up,
+	// so that a refused request costs next to nothing.
+	if ok, wait := l.limiter.allow(runtimeID, time.Now()); !ok {
+		Rejected.WithLabelValues(ReasonRateLimited).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+		return reply(w, http.StatusTooManyRequests, fmt.Sprintf("over %g reports per second; retry later", l.opts.ReportRate))
 	}
 	return h(w, r, runtimeID)
 }
@@ -362,6 +386,12 @@ func Authorize(rep *report.Report, runtimeKymas []types.NamespacedName) (targets
 		return nil, ReasonRuntimeMismatch
 	}
 	return runtimeKymas[i : i+1], ""
+}
+
+// retryAfterSeconds is wait in the whole seconds of a Retry-After header,
+// at least one.
+func retryAfterSeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
 }
 
 func reply(w http.ResponseWriter, code int, msg string) int {

@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,7 +68,8 @@ type env struct {
 	manifests chan event.TypedGenericEvent[*v1beta2.Manifest]
 }
 
-func start(t *testing.T, recheck ...time.Duration) *env {
+// start runs a listener on loopback; change adjusts its options.
+func start(t *testing.T, change ...func(*listener.Options)) *env {
 	t.Helper()
 	g := NewWithT(t)
 	ca, err := pki.NewCA("test", time.Hour)
@@ -76,7 +80,7 @@ func start(t *testing.T, recheck ...time.Duration) *env {
 		requeue:   make(chan event.TypedGenericEvent[*v1beta2.Kyma], 16),
 		manifests: make(chan event.TypedGenericEvent[*v1beta2.Manifest], 16)}
 	_ = ln.Close()
-	l, err := listener.New(listener.Options{
+	opts := listener.Options{
 		Address:         e.addr,
 		ClientCAs:       ca.Pool(),
 		GetCertificate:  pki.NewServingCertificate(ca, pki.Request{CommonName: "listener", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Validity: time.Hour}, 0).GetCertificate,
@@ -86,8 +90,11 @@ func start(t *testing.T, recheck ...time.Duration) *env {
 		ManifestRequeue: e.manifests,
 		Health:          e.health,
 		MaxBodyBytes:    4096,
-		RecheckAfter:    append(recheck, 0)[0],
-	})
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	l, err := listener.New(opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -291,7 +298,7 @@ func TestListenerAnswersBusyWhenTheQueueDoesNotTake(t *testing.T) {
 // reconcile read it; reports in between share one recheck.
 func TestListenerRechecksOncePerPeriod(t *testing.T) {
 	g := NewWithT(t)
-	e := start(t, 300*time.Millisecond)
+	e := start(t, func(o *listener.Options) { o.RecheckAfter = 300 * time.Millisecond })
 	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
 	rechecks := value(listener.Rechecks)
 	for range 3 {
@@ -425,4 +432,109 @@ func TestHealthSilence(t *testing.T) {
 	}
 	var nilHealth *listener.Health
 	nilHealth.Seen("a", now) // a listener without health tracking must not panic
+}
+
+// A runtime that floods the listener with its valid client certificate is
+// answered 429 with Retry-After once its bucket is empty, before its body is
+// read or its Kymas looked up; another runtime's reports, sent during the
+// flood, are all accepted and requeue its Kyma.
+func TestListenerRateLimitsEachRuntimeOnItsOwn(t *testing.T) {
+	g := NewWithT(t)
+	const rate, burst = 1.0, 5
+	e := start(t, func(o *listener.Options) { o.ReportRate, o.ReportBurst = rate, burst })
+	requeued := map[string]int{}
+	var mu sync.Mutex
+	stopDrain := make(chan struct{})
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case ev := <-e.requeue:
+				mu.Lock()
+				requeued[ev.Object.Name]++
+				mu.Unlock()
+			case <-stopDrain:
+				return
+			}
+		}
+	}()
+	defer func() { close(stopDrain); <-drained }()
+	requeuedOf := func(kyma string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return requeued[kyma]
+	}
+
+	// runtime-a floods: 20 connections, 300 reports.
+	flooder := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
+	flooder.Transport.(*http.Transport).MaxIdleConnsPerHost = 20
+	limitedBefore := value(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))
+	var accepted, limited, other atomic.Int64
+	var badRetryAfter atomic.Value
+	firstLimited := make(chan struct{})
+	var once sync.Once
+	work := make(chan struct{}, 300)
+	for range cap(work) {
+		work <- struct{}{}
+	}
+	close(work)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range work {
+				resp, err := flooder.Post("https://"+e.addr+report.ReportPath, "application/json", bytes.NewReader(body("kyma-a")))
+				if err != nil {
+					other.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				switch resp.StatusCode {
+				case http.StatusAccepted:
+					accepted.Add(1)
+				case http.StatusTooManyRequests:
+					limited.Add(1)
+					if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 {
+						badRetryAfter.Store(resp.Header.Get("Retry-After"))
+					}
+					once.Do(func() { close(firstLimited) })
+				default:
+					other.Add(1)
+				}
+			}
+		})
+	}
+
+	floodDone := make(chan struct{})
+	go func() { wg.Wait(); close(floodDone) }()
+
+	// While runtime-a is being refused, runtime-b reports.
+	b := e.client(t, e.ca, "runtime-b", tls.VersionTLS13)
+	select {
+	case <-firstLimited:
+	case <-floodDone:
+		t.Fatal("the flooding runtime was never answered 429")
+	}
+	for i := range burst {
+		code, msg, err := e.post(b, http.MethodPost, report.ReportPath, body("kyma-b"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusAccepted), "report %d of runtime-b during the flood: %s", i, msg)
+	}
+	g.Eventually(func() int { return requeuedOf("kyma-b") }, 5*time.Second, 10*time.Millisecond).Should(Equal(burst),
+		"each of runtime-b's reports requeues its Kyma")
+	<-floodDone
+	elapsed := time.Since(start)
+
+	g.Expect(other.Load()).To(BeZero(), "flood requests failed otherwise than with 202 or 429")
+	g.Expect(badRetryAfter.Load()).To(BeNil(), "a 429 without a Retry-After of whole seconds")
+	g.Expect(limited.Load()).To(BeNumerically(">", 0))
+	g.Expect(accepted.Load() + limited.Load()).To(Equal(int64(300)))
+	// The bucket's promise: no more than the burst plus the refill.
+	g.Expect(accepted.Load()).To(BeNumerically("<=", burst+int64(elapsed.Seconds()*rate)+1))
+	g.Expect(value(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))).To(Equal(limitedBefore + float64(limited.Load())))
+	g.Eventually(func() int { return requeuedOf("kyma-a") }, 5*time.Second, 10*time.Millisecond).Should(Equal(int(accepted.Load())),
+		"a refused report requeued a Kyma")
+
 }

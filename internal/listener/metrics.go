@@ -27,6 +27,9 @@ const (
 	ReasonBusy = "busy"
 	// ReasonLookup: the Kymas could not be read; the agent retries.
 	ReasonLookup = "lookup_failed"
+	// ReasonRateLimited: the runtime is over its report rate (429 with
+	// Retry-After); the agent retries then.
+	ReasonRateLimited = "rate_limited"
 )
 
 // The listener's metrics, served with the operator's others.
@@ -70,6 +73,13 @@ var (
 		Help: "Requests the listener is answering.",
 	})
 
+	// RateLimitBuckets is the number of runtimes the rate limiter holds a
+	// token bucket for: those that sent a request recently.
+	RateLimitBuckets = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lifecycle_manager_listener_rate_limit_buckets",
+		Help: "Runtimes the listener's per-runtime rate limiter holds a token bucket for (those that sent a request recently).",
+	})
+
 	// FallbackRequeues counts Kymas requeued by the second path because their
 	// runtime's agent went quiet.
 	FallbackRequeues = prometheus.NewCounter(prometheus.CounterOpts{
@@ -86,5 +96,5 @@ var (
 )
 
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
-	crmetrics.Registry.MustRegister(Requests, Rejected, ReportsAccepted, Rechecks, Latency, InFlight, FallbackRequeues, SilentRuntimes)
+	crmetrics.Registry.MustRegister(Requests, Rejected, ReportsAccepted, Rechecks, Latency, InFlight, RateLimitBuckets, FallbackRequeues, SilentRuntimes)
 }

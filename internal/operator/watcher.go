@@ -80,6 +80,14 @@ type WatcherOptions struct {
 	Resync time.Duration
 	// Concurrency is how many runtimes' agents are reconciled at once.
 	Concurrency int
+
+	// ReportRate is how many requests (reports and heartbeats) per second
+	// the listener takes from one runtime id, ReportBurst how many at once;
+	// more are answered 429 with Retry-After. A runtime's client key is
+	// readable inside the runtime, so without it one runtime could flood the
+	// listener. A negative ReportRate disables the limit.
+	ReportRate  float64
+	ReportBurst int
 }
 
 // DefaultWatcherOptions are the watcher's defaults when it is enabled.
@@ -97,6 +105,8 @@ func DefaultWatcherOptions() WatcherOptions {
 		RecheckAfter:     2 * time.Second,
 		Resync:           10 * time.Minute,
 		Concurrency:      4,
+		ReportRate:       50,
+		ReportBurst:      200,
 	}
 }
 
@@ -121,6 +131,8 @@ func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.FallbackInterval, "watcher-fallback-interval", o.FallbackInterval, "Requeue interval of Kymas whose runtime went silent.")
 	fs.DurationVar(&o.RecheckAfter, "listener-recheck-after", o.RecheckAfter, "Requeue a reported Kyma once more this long after the report (the first reconcile may read the runtime just before the change is stored); negative disables.")
 	fs.DurationVar(&o.Resync, "watcher-resync", o.Resync, "How often each runtime's agent resources are checked for drift.")
+	fs.Float64Var(&o.ReportRate, "listener-report-rate", o.ReportRate, "Requests (reports and heartbeats) per second the listener takes from one runtime; more are answered 429 with Retry-After. Negative disables the limit.")
+	fs.IntVar(&o.ReportBurst, "listener-report-burst", o.ReportBurst, "Requests the listener takes from one runtime at once, above --listener-report-rate.")
 }
 
 func (o WatcherOptions) enabled() bool {
@@ -142,6 +154,8 @@ func (o WatcherOptions) withDefaults(namespace string) WatcherOptions {
 	setDefault(&o.RecheckAfter, d.RecheckAfter)
 	setDefault(&o.Resync, d.Resync)
 	setDefault(&o.Concurrency, d.Concurrency)
+	setDefault(&o.ReportRate, d.ReportRate)
+	setDefault(&o.ReportBurst, d.ReportBurst)
 	if len(o.ListenerNames) == 0 {
 		o.ListenerNames = []string{"lifecycle-manager-listener." + namespace + ".svc", "localhost", "127.0.0.1"}
 	}
@@ -230,6 +244,8 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		ManifestRequeue: requeueManifests,
 		Health:          health,
 		RecheckAfter:    w.RecheckAfter,
+		ReportRate:      w.ReportRate, // negative: no limit
+		ReportBurst:     w.ReportBurst,
 	})
 	if err != nil {
 		return watcherSources{}, err

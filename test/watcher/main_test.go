@@ -10,6 +10,7 @@ package watcher
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -171,6 +172,15 @@ func run(m *testing.M) int {
 	opts.MaxBackoff = 2 * time.Second
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.PauseSelector = pausedGroupLabel + "=yes"
+	// The listener's per-runtime rate limit is the default, which
+	// TestFloodingRuntimeDoesNotHoldUpAnother relies on; the benchmarks
+	// measure the listener itself, and their runtimes send far more than
+	// their rate, so it is off for them.
+	flag.Parse()
+	reportRate := 0.0
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		reportRate = -1
+	}
 	opts.Watcher = operator.WatcherOptions{
 		ListenerAddress:  env.listenerAddr,
 		PKINamespace:     pkiNamespace,
@@ -179,6 +189,7 @@ func run(m *testing.M) int {
 		SilenceTimeout:   silenceTimeout,
 		FallbackInterval: fallbackInterval,
 		RecheckAfter:     recheckAfter,
+		ReportRate:       reportRate,
 		LocalAgentURL: func(kyma *v1beta2.Kyma) string {
 			env.mu.Lock()
 			defer env.mu.Unlock()

@@ -53,8 +53,13 @@ func parseDocument(raw []byte) ([]*unstructured.Unstructured, error) {
 	if len(content) == 0 {
 		return nil, nil
 	}
-	obj := &unstructured.Unstructured{Object: content}
-	if err := checkTypeMeta(obj); err != nil {
+	return expand(&unstructured.Unstructured{Object: content})
+}
+
+// expand returns obj itself, or, for a List, its items, Lists among them
+// expanded in turn: an object applied must be a resource, never a List.
+func expand(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if err := checkObject(obj); err != nil {
 		return nil, err
 	}
 	if !strings.HasSuffix(obj.GetKind(), "List") || !obj.IsList() {
@@ -66,17 +71,21 @@ func parseDocument(raw []byte) ([]*unstructured.Unstructured, error) {
 	}
 	items := make([]*unstructured.Unstructured, 0, len(list.Items))
 	for i := range list.Items {
-		item := &list.Items[i]
-		if err := checkTypeMeta(item); err != nil {
+		expanded, err := expand(&list.Items[i])
+		if err != nil {
 			return nil, fmt.Errorf("%s item %d: %w", obj.GetKind(), i+1, err)
 		}
-		items = append(items, item)
+		items = append(items, expanded...)
 	}
 	return items, nil
 }
 
-// checkTypeMeta refuses an object the API server could not place.
-func checkTypeMeta(obj *unstructured.Unstructured) error {
+// checkObject refuses an object the API server could not place, or whose
+// metadata the operator could not put its ownership labels on: apiVersion
+// and kind are required, and metadata, when set, must be an object with
+// string name and namespace and string maps as labels and annotations.
+// Metadata null is the same as none.
+func checkObject(obj *unstructured.Unstructured) error {
 	var missing []string
 	if obj.GetAPIVersion() == "" {
 		missing = append(missing, "apiVersion")
@@ -84,11 +93,70 @@ func checkTypeMeta(obj *unstructured.Unstructured) error {
 	if obj.GetKind() == "" {
 		missing = append(missing, "kind")
 	}
-	if len(missing) == 0 {
+	if len(missing) > 0 {
+		if name := obj.GetName(); name != "" {
+			return fmt.Errorf("object %q has no %s", name, strings.Join(missing, " and no "))
+		}
+		return fmt.Errorf("object has no %s", strings.Join(missing, " and no "))
+	}
+	if err := checkMetadata(obj.Object); err != nil {
+		return fmt.Errorf("%s %q: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+func checkMetadata(content map[string]any) error {
+	value, found := content["metadata"]
+	if !found {
 		return nil
 	}
-	if name := obj.GetName(); name != "" {
-		return fmt.Errorf("object %q has no %s", name, strings.Join(missing, " and no "))
+	if value == nil {
+		delete(content, "metadata")
+		return nil
 	}
-	return fmt.Errorf("object has no %s", strings.Join(missing, " and no "))
+	metadata, ok := value.(map[string]any)
+	if !ok {
+		return fmt.Errorf("metadata must be an object, not %s", jsonType(value))
+	}
+	for _, field := range []string{"name", "generateName", "namespace"} {
+		if v, ok := metadata[field]; ok && v != nil {
+			if _, ok := v.(string); !ok {
+				return fmt.Errorf("metadata.%s must be a string, not %s", field, jsonType(v))
+			}
+		}
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		v, ok := metadata[field]
+		if !ok || v == nil {
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("metadata.%s must map strings to strings, not be %s", field, jsonType(v))
+		}
+		for key, value := range m {
+			if _, ok := value.(string); !ok {
+				return fmt.Errorf("metadata.%s[%q] must be a string, not %s (quote it)", field, key, jsonType(value))
+			}
+		}
+	}
+	return nil
+}
+
+// jsonType names the JSON type of a decoded value, for messages.
+func jsonType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	default:
+		return "a number"
+	}
 }
