@@ -21,11 +21,11 @@ import (
 type CustomResourceState int
 
 const (
-	// CustomResourceCreated: it did not exist and was created.
+	// CustomResourceCreated means: it did not exist and was created.
 	CustomResourceCreated CustomResourceState = iota
-	// CustomResourceExists: it exists and is the module's.
+	// CustomResourceExists means: it exists and is the module's.
 	CustomResourceExists
-	// CustomResourceNotOurs: a resource of that name exists and is not the
+	// CustomResourceNotOurs means: a resource of that name exists and is not the
 	// module's (the runtime owner created it). It is used as it is and never
 	// deleted with the module.
 	CustomResourceNotOurs
@@ -61,12 +61,12 @@ func EnsureCustomResource(ctx context.Context, c client.Client, cr *unstructured
 type CustomResourceDeletion int
 
 const (
-	// CustomResourceGone: it does not exist (any more).
+	// CustomResourceGone means: it does not exist (any more).
 	CustomResourceGone CustomResourceDeletion = iota
-	// CustomResourceDeleting: its deletion started; the module's operator
+	// CustomResourceDeleting means: its deletion started; the module's operator
 	// finishes it.
 	CustomResourceDeleting
-	// CustomResourceLeft: it is not the module's and was left alone.
+	// CustomResourceLeft means: it is not the module's and was left alone.
 	CustomResourceLeft
 )
 

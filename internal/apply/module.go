@@ -157,12 +157,12 @@ func (a *Applier) markAdopted(ctx context.Context, obj *unstructured.Unstructure
 type NamespaceUse int
 
 const (
-	// NamespaceFree: no other module has objects in it; it is deleted.
+	// NamespaceFree means: no other module has objects in it; it is deleted.
 	NamespaceFree NamespaceUse = iota
-	// NamespaceInUse: a module that stays has objects in it; it is released
+	// NamespaceInUse means: a module that stays has objects in it; it is released
 	// and left to them.
 	NamespaceInUse
-	// NamespaceInUseByLeaving: only modules that are being removed too have
+	// NamespaceInUseByLeaving means: only modules that are being removed too have
 	// objects in it; it is deleted once they are gone.
 	NamespaceInUseByLeaving
 )

@@ -39,20 +39,20 @@ func (o Owner) Owns(labels map[string]string) bool {
 type Claim string
 
 const (
-	// ClaimCreate: the object does not exist; the module creates it and it
+	// ClaimCreate means: the object does not exist; the module creates it and it
 	// is the module's.
 	ClaimCreate Claim = "Create"
-	// ClaimOwned: the object is the module's already.
+	// ClaimOwned means: the object is the module's already.
 	ClaimOwned Claim = "Owned"
-	// ClaimAdopt: the object is the runtime owner's and the module's content
+	// ClaimAdopt means: the object is the runtime owner's and the module's content
 	// allows adoption; it becomes the module's, and is released, not
 	// deleted, when the module goes.
 	ClaimAdopt Claim = "Adopt"
-	// ClaimUseAsIs: a Namespace that exists and is not the module's (the sync
+	// ClaimUseAsIs means: a Namespace that exists and is not the module's (the sync
 	// namespace always): the module's objects go into it, but the module
 	// neither writes nor deletes it.
 	ClaimUseAsIs Claim = "UseAsIs"
-	// ClaimConflict: the object exists and is someone else's; the module
+	// ClaimConflict means: the object exists and is someone else's; the module
 	// must not take it over.
 	ClaimConflict Claim = "Conflict"
 )
@@ -116,14 +116,14 @@ type Object struct {
 type Disposal string
 
 const (
-	// DisposeGone: the object does not exist any more.
+	// DisposeGone means: the object does not exist any more.
 	DisposeGone Disposal = "Gone"
-	// DisposeDelete: the module created the object; it is deleted.
+	// DisposeDelete means: the module created the object; it is deleted.
 	DisposeDelete Disposal = "Delete"
-	// DisposeRelease: the object is the module's but was adopted, or is a
+	// DisposeRelease means: the object is the module's but was adopted, or is a
 	// namespace that must stay: our labels are taken off and it stays.
 	DisposeRelease Disposal = "Release"
-	// DisposeLeave: the object is not the module's (any more); it is left
+	// DisposeLeave means: the object is not the module's (any more); it is left
 	// as it is.
 	DisposeLeave Disposal = "Leave"
 )

@@ -14,10 +14,10 @@ import (
 // put it there in the control plane.
 const OwnedByAnnotation = "operator.kyma-project.io/owned-by"
 
-// AdoptAnnotation, set to "true" on an object in a module's content, lets
-// the module adopt that object when it already exists in the runtime without
-// any module's labels (the runtime owner's). Without it such an object is an
-// ownership conflict and is never taken over.
+// AdoptAnnotation lets a module adopt an object: set to "true" on the object
+// in the module's content, the module takes it over when it already exists
+// in the runtime without any module's labels (the runtime owner's). Without
+// it such an object is an ownership conflict and is never taken over.
 const AdoptAnnotation = "operator.kyma-project.io/adopt"
 
 // AdoptedAnnotation is the operator's record, written on an object when a

@@ -159,6 +159,9 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
 		r.event(manifest, corev1.EventTypeNormal, "Applied", fmt.Sprintf("Applied %d of %d resources", applied.Changed, len(objects)))
 	}
+	if len(applied.UsedAsIs) > 0 {
+		log.V(1).Info("Using existing Namespaces as they are", "namespaces", applied.UsedAsIs)
+	}
 	if len(applied.Adopted) > 0 {
 		log.Info("Adopted existing objects, as the module allows", "objects", applied.Adopted)
 		r.event(manifest, corev1.EventTypeNormal, "ResourcesAdopted", "Adopted existing objects, as the module allows: "+shortList(applied.Adopted))
