@@ -134,6 +134,9 @@ func run(m *testing.M) int {
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	// Tests here start their own web servers and registries on loopback;
+	// test/content proves that unlisted loopback hosts are refused.
+	opts.Content.AllowedHosts = []string{"127.0.0.1"}
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
