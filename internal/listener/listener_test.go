@@ -536,5 +536,4 @@ func TestListenerRateLimitsEachRuntimeOnItsOwn(t *testing.T) {
 	g.Expect(value(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))).To(Equal(limitedBefore + float64(limited.Load())))
 	g.Eventually(func() int { return requeuedOf("kyma-a") }, 5*time.Second, 10*time.Millisecond).Should(Equal(int(accepted.Load())),
 		"a refused report requeued a Kyma")
-
 }
