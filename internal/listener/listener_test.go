@@ -356,7 +356,8 @@ func TestCacheManifestLookup(t *testing.T) {
 	}
 	manifest := func(name, kyma, module string) *v1beta2.Manifest {
 		return &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: name,
-			Labels: map[string]string{v1beta2.KymaNameLabel: kyma, v1beta2.ModuleNameLabel: module}}}
+			Labels: map[string]string{v1beta2.KymaNameLabel: kyma, v1beta2.ModuleNameLabel: module}},
+			Spec: v1beta2.ManifestSpec{Remote: true}}
 	}
 	for _, m := range []*v1beta2.Manifest{manifest("a-b-c", "a-b", "c"), manifest("a-sample", "a", "sample")} {
 		if err := c.Create(ctx, m); err != nil {
