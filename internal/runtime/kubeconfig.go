@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -66,16 +67,26 @@ type Kubeconfig struct {
 // Everything else that changes how a client behaves is refused with a
 // *FieldError per field, joined, each naming the field and the fix.
 func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
-	cfg := &clientcmdv1.Config{}
-	if err := yaml.Unmarshal(raw, cfg); err != nil {
+	// Decoded as client-go decodes kubeconfigs: field names match exactly,
+	// so that no differently-cased or repeated key can hide next to the one
+	// that is checked.
+	data, err := yaml.YAMLToJSON(raw)
+	if err != nil {
 		// The parser's message may quote the input, which holds credentials.
+		return nil, &FieldError{Field: "kubeconfig", Problem: "does not parse as a kubeconfig (YAML or JSON)"}
+	}
+	cfg := &clientcmdv1.Config{}
+	strict, err := sigsjson.UnmarshalStrict(data, cfg)
+	if err != nil {
 		return nil, &FieldError{Field: "kubeconfig", Problem: "does not parse as a kubeconfig (YAML or JSON)"}
 	}
 	var problems []*FieldError
 	refuse := func(field, problem string) {
 		problems = append(problems, &FieldError{Field: field, Problem: problem})
 	}
-	checkUnknownFields(raw, refuse)
+	if !checkUnknownFields(data, refuse) && len(strict) > 0 {
+		refuse("kubeconfig", "has a field that kubeconfig v1 does not define, or a field twice; remove it")
+	}
 
 	clusters := map[string]*clientcmdv1.Cluster{}
 	for i := range cfg.Clusters {
@@ -124,8 +135,7 @@ func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
 }
 
 // knownClusterFields and knownUserFields are the keys of a cluster and a user
-// in kubeconfig v1, lower-cased as the JSON decoding matches them
-// case-insensitively. Known fields that are refused get their own message;
+// in kubeconfig v1, spelt exactly. Known fields that are refused get their own message;
 // any other key is refused too, since a misspelt field that were silently
 // ignored would change what the operator does (no CA, no credentials)
 // without saying so.
@@ -133,7 +143,7 @@ var (
 	knownClusterFields = fieldSet("server", "tls-server-name", "insecure-skip-tls-verify", "certificate-authority",
 		"certificate-authority-data", "proxy-url", "disable-compression", "extensions")
 	knownUserFields = fieldSet("client-certificate", "client-certificate-data", "client-key", "client-key-data", "token",
-		"tokenfile", "as", "as-uid", "as-groups", "as-user-extra", "username", "password", "auth-provider", "exec", "extensions")
+		"tokenFile", "as", "as-uid", "as-groups", "as-user-extra", "username", "password", "auth-provider", "exec", "extensions")
 )
 
 func fieldSet(names ...string) map[string]bool {
@@ -145,9 +155,9 @@ func fieldSet(names ...string) map[string]bool {
 }
 
 // checkUnknownFields refuses clusters and users with keys kubeconfig v1 does
-// not have. The key is not quoted: a mangled file can turn a value into a
-// key.
-func checkUnknownFields(raw []byte, refuse func(field, problem string)) {
+// not have, and reports whether it refused any. The key is not quoted: a
+// mangled file can turn a value into a key.
+func checkUnknownFields(data []byte, refuse func(field, problem string)) bool {
 	var doc struct {
 		Clusters []struct {
 			Cluster map[string]any `json:"cluster"`
@@ -156,26 +166,30 @@ func checkUnknownFields(raw []byte, refuse func(field, problem string)) {
 			User map[string]any `json:"user"`
 		} `json:"users"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return // the typed parse already failed or will say so
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &doc); err != nil {
+		return false // the typed decoding already said so
 	}
+	found := false
 	for i, c := range doc.Clusters {
 		if hasUnknown(c.Cluster, knownClusterFields) {
+			found = true
 			refuse(fmt.Sprintf("clusters[%d].cluster", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
 				"keep only server, certificate-authority-data and tls-server-name")
 		}
 	}
 	for i, u := range doc.Users {
 		if hasUnknown(u.User, knownUserFields) {
+			found = true
 			refuse(fmt.Sprintf("users[%d].user", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
 				"keep only client-certificate-data and client-key-data, or token")
 		}
 	}
+	return found
 }
 
 func hasUnknown(fields map[string]any, known map[string]bool) bool {
 	for k := range fields {
-		if !known[strings.ToLower(k)] {
+		if !known[k] {
 			return true
 		}
 	}

