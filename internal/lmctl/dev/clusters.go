@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
@@ -153,7 +153,7 @@ func attachRuntime(ctx context.Context, name, path string) (*runtimeTarget, erro
 		return nil, fmt.Errorf("--runtime-kubeconfig %s: %w", path, err)
 	}
 	// Say it now rather than as the Kyma's KubeconfigRefused later.
-	if _, err := lmruntime.ValidateKubeconfig(data); err != nil {
+	if _, err := kubeconfig.Validate(data); err != nil {
 		return nil, fmt.Errorf("--runtime-kubeconfig %s: the operator accepts only inline credentials: %w", path, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)

@@ -1,26 +1,28 @@
-package runtime
+// Package kubeconfig decides whether a runtime's kubeconfig is data the
+// operator may use: inline credentials only (SPEC "Trust boundaries"). It is
+// pure and small, apart from the clients built from its result, so that it
+// can be table-tested and fuzzed on its own.
+package kubeconfig
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
-	"k8s.io/client-go/rest"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// ErrKubeconfigRefused means a runtime's kubeconfig asks for more than inline
+// ErrRefused means a runtime's kubeconfig asks for more than inline
 // credentials. A kubeconfig is data written by a provisioner; whatever in it
 // would run a program, read a file of the operator's, route through a proxy
 // or skip TLS verification would let that provisioner act with the
 // operator's rights, so it is refused before any client is built.
-var ErrKubeconfigRefused = errors.New("runtime kubeconfig refused")
+var ErrRefused = errors.New("runtime kubeconfig refused")
 
 // inlineFix is what every refusal tells the provisioner to do instead.
 const inlineFix = "put inline credentials in the user: a client certificate (client-certificate-data and client-key-data) or a token"
@@ -40,8 +42,8 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
-// Unwrap makes every FieldError an ErrKubeconfigRefused.
-func (e *FieldError) Unwrap() error { return ErrKubeconfigRefused }
+// Unwrap makes every FieldError an ErrRefused.
+func (e *FieldError) Unwrap() error { return ErrRefused }
 
 // Kubeconfig is all the operator takes from a runtime's kubeconfig: the
 // current context's server and the inline credentials of its user.
@@ -60,13 +62,13 @@ type Kubeconfig struct {
 	Token string
 }
 
-// ValidateKubeconfig parses a runtime kubeconfig and accepts it only when
+// Validate parses a runtime kubeconfig and accepts it only when
 // every cluster and user in it holds nothing but inline material: an https
 // server, certificate-authority-data, tls-server-name; client-certificate-data
 // with client-key-data, or a token. It returns what the current context uses.
 // Everything else that changes how a client behaves is refused with a
 // *FieldError per field, joined, each naming the field and the fix.
-func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
+func Validate(raw []byte) (*Kubeconfig, error) {
 	// Decoded as client-go decodes kubeconfigs: field names match exactly,
 	// so that no differently-cased or repeated key can hide next to the one
 	// that is checked.
@@ -305,7 +307,7 @@ func joinProblems(problems []*FieldError) error {
 	errs := make([]error, 0, maxListedProblems+1)
 	for i, p := range problems {
 		if i == maxListedProblems {
-			errs = append(errs, fmt.Errorf("%w: and %d more refused fields", ErrKubeconfigRefused, len(problems)-maxListedProblems))
+			errs = append(errs, fmt.Errorf("%w: and %d more refused fields", ErrRefused, len(problems)-maxListedProblems))
 			break
 		}
 		errs = append(errs, p)
@@ -336,23 +338,3 @@ func quoteName(name string) string {
 	}
 	return fmt.Sprintf("%q", name)
 }
-
-// RESTConfig builds a client configuration from the validated fields only:
-// no environment, no files, no plugins. A nil rest.Config.Proxy would mean
-// the HTTP(S)_PROXY environment, so the proxy is set to none explicitly.
-func (k *Kubeconfig) RESTConfig() *rest.Config {
-	return &rest.Config{
-		Host:        k.Server,
-		BearerToken: k.Token,
-		Proxy:       noProxy,
-		TLSClientConfig: rest.TLSClientConfig{
-			ServerName: k.TLSServerName,
-			CAData:     append([]byte(nil), k.CAData...),
-			CertData:   append([]byte(nil), k.CertData...),
-			KeyData:    append([]byte(nil), k.KeyData...),
-		},
-	}
-}
-
-// noProxy connects directly, whatever the environment says.
-func noProxy(*http.Request) (*url.URL, error) { return nil, nil } //nolint:nilnil // nil URL means no proxy
