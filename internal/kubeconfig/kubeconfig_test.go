@@ -158,8 +158,7 @@ func TestValidate(t *testing.T) {
 
 // collectFields lists the fields named by the FieldErrors in err, in order.
 func collectFields(err error, out *[]string) {
-	var fe *FieldError
-	if errors.As(err, &fe) && error(fe) == err {
+	if fe, ok := err.(*FieldError); ok { //nolint:errorlint // walking the tree by hand, one level at a time
 		*out = append(*out, fe.Field)
 		return
 	}
