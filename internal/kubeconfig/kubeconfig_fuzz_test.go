@@ -13,7 +13,7 @@ import (
 // with valid and hostile ones. Whatever it is given, it must not panic, and
 // what it accepts must be inline material only: an https server, inline
 // credentials, and no cluster or user key outside the accepted ones.
-func FuzzValidate(f *testing.F) {
+func FuzzValidateKubeconfig(f *testing.F) {
 	cert, key := testPEM()
 	server := "server: https://127.0.0.1:6443\ncertificate-authority-data: " + b64(cert)
 	for _, seed := range [][]byte{
