@@ -24,6 +24,10 @@ import (
 // operator's rights, so it is refused before any client is built.
 var ErrRefused = errors.New("runtime kubeconfig refused")
 
+// ErrUnparsable means the bytes are not a kubeconfig at all. It is kept apart
+// from ErrRefused: nothing in it was refused, it is just not usable.
+var ErrUnparsable = errors.New("does not parse as a kubeconfig (YAML or JSON)")
+
 // inlineFix is what every refusal tells the provisioner to do instead.
 const inlineFix = "put inline credentials in the user: a client certificate (client-certificate-data and client-key-data) or a token"
 
@@ -67,20 +71,22 @@ type Kubeconfig struct {
 // server, certificate-authority-data, tls-server-name; client-certificate-data
 // with client-key-data, or a token. It returns what the current context uses.
 // Everything else that changes how a client behaves is refused with a
-// *FieldError per field, joined, each naming the field and the fix.
+// *FieldError per field, joined, each naming the field and the fix (all
+// ErrRefused). Bytes that are no kubeconfig at all give ErrUnparsable.
 func Validate(raw []byte) (*Kubeconfig, error) {
 	// Decoded as client-go decodes kubeconfigs: field names match exactly,
 	// so that no differently-cased or repeated key can hide next to the one
 	// that is checked.
+	// The parser's message may quote the input, which holds credentials, so
+	// it is not passed on.
 	data, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		// The parser's message may quote the input, which holds credentials.
-		return nil, &FieldError{Field: "kubeconfig", Problem: "does not parse as a kubeconfig (YAML or JSON)"}
+		return nil, ErrUnparsable
 	}
 	cfg := &clientcmdv1.Config{}
 	strict, err := sigsjson.UnmarshalStrict(data, cfg)
 	if err != nil {
-		return nil, &FieldError{Field: "kubeconfig", Problem: "does not parse as a kubeconfig (YAML or JSON)"}
+		return nil, ErrUnparsable
 	}
 	var problems []*FieldError
 	refuse := func(field, problem string) {

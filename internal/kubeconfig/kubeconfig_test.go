@@ -118,7 +118,8 @@ func TestValidate(t *testing.T) {
 		{name: "unknown user field", raw: kubeconfig(server, tokenUser+"\ntoken-file: /t"), fields: []string{"users[0].user"}},
 		{name: "upper-case exec is not exec, and refused", raw: kubeconfig(server, tokenUser+"\nEXEC: {command: sh}"), fields: []string{"users[0].user"}},
 		{name: "differently-cased clusters list", raw: append(kubeconfig(server, tokenUser), []byte("\nCLUSTERS: [{name: rt, cluster: {server: 'https://h', insecure-skip-tls-verify: true}}]")...), fields: []string{"kubeconfig"}},
-		{name: "not YAML", raw: []byte("{{{" + secretToken), fields: []string{"kubeconfig"}},
+		{name: "not YAML", raw: []byte("{{{" + secretToken), fields: []string{"unparsable"}},
+		{name: "not a kubeconfig", raw: []byte("this is not a kubeconfig"), fields: []string{"unparsable"}},
 		{name: "empty", raw: nil, fields: []string{"current-context"}},
 		{
 			name:   "many problems are capped",
@@ -140,6 +141,12 @@ func TestValidate(t *testing.T) {
 			}
 			if err == nil {
 				t.Fatalf("accepted; want %v refused", tt.fields)
+			}
+			if tt.fields[0] == "unparsable" {
+				if !errors.Is(err, ErrUnparsable) || strings.Contains(err.Error(), secretToken) {
+					t.Fatalf("error %v, want ErrUnparsable without quoting the input", err)
+				}
+				return
 			}
 			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("error %v is not ErrRefused", err)

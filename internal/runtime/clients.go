@@ -184,6 +184,9 @@ func (c *Clients) build(secret *corev1.Secret) (*Cluster, error) {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
 	}
 	accepted, err := kubeconfig.Validate(raw)
+	if errors.Is(err, kubeconfig.ErrUnparsable) {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
 	}
