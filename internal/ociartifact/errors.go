@@ -30,8 +30,12 @@ func withoutBody(err error) error {
 			codes = append(codes, code)
 		}
 	}
-	if len(codes) > 0 {
+	switch {
+	case len(codes) > 0:
 		fmt.Fprintf(&b, " (%s)", strings.Join(codes, ", "))
+	case terr.StatusCode == http.StatusNotFound && terr.Request != nil && strings.Contains(terr.Request.URL.Path, "/blobs/"):
+		// A HEAD answer has no body to carry BLOB_UNKNOWN; say it.
+		b.WriteString(" (the registry has no such layer)")
 	}
 	return errors.New(b.String())
 }

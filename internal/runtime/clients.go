@@ -8,7 +8,7 @@
 // reconcile starts from the Secret again.
 //
 // A kubeconfig is data, never code: only inline credentials are accepted
-// (see ValidateKubeconfig), and the client is built from those fields alone.
+// (see kubeconfig.Validate), and the client is built from those fields alone.
 // Every request to a runtime has a timeout, and Slots caps how many
 // reconciles work on one runtime at once, so that one slow runtime cannot
 // stall the others.
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 )
 
 // KubeconfigKey is the key of a runtime's kubeconfig in its Secret.
@@ -182,11 +183,14 @@ func (c *Clients) build(secret *corev1.Secret) (*Cluster, error) {
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
 	}
-	kubeconfig, err := ValidateKubeconfig(raw)
+	accepted, err := kubeconfig.Validate(raw)
+	if errors.Is(err, kubeconfig.ErrUnparsable) {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
 	}
-	cfg := kubeconfig.RESTConfig()
+	cfg := restConfig(accepted)
 	cfg.Timeout = c.opts.RequestTimeout
 	if c.opts.QPS > 0 {
 		cfg.QPS = c.opts.QPS

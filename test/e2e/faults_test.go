@@ -95,7 +95,7 @@ func TestMissingLayerIsErrorUntilPushed(t *testing.T) {
 	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	setChannel(t, name, "regular", "2.0.0")
-	expectModuleErrorKeepsInstalled(t, k, name, "BLOB_UNKNOWN")
+	expectModuleErrorKeepsInstalled(t, k, name, "the registry has no such layer")
 
 	// Pushing the layer fixes it; nothing else has to change.
 	_, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:2.0.0", env.registry.Host(), name), next.Layers(), ociartifact.Insecure())

@@ -133,9 +133,10 @@ func run(m *testing.M) int {
 	opts.Intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time.Millisecond, Error: time.Second, Warning: time.Second, Jitter: 0.1}
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
-	opts.Content.InsecureRegistries = []string{env.registry.Host()}
-	// Tests here start their own web servers and registries on loopback;
-	// test/content proves that unlisted loopback hosts are refused.
+	// Tests here start their own web servers and registries on loopback, on
+	// random ports: 127.0.0.1 alone lists every port. test/content proves
+	// that unlisted loopback hosts are refused.
+	opts.Content.InsecureRegistries = []string{env.registry.Host(), "127.0.0.1"}
 	opts.Content.AllowedHosts = []string{"127.0.0.1"}
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"

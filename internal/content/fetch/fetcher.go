@@ -200,7 +200,7 @@ func (f *Fetcher) ociOptions(host string) []ociartifact.Option {
 		ociartifact.WithMaxBytes(f.cfg.maxBytes),
 		ociartifact.WithReserve(f.budget.reserve),
 	}
-	if f.cfg.insecureHosts[strings.ToLower(host)] {
+	if isInsecure(f.cfg.insecureHosts, host) {
 		opts = append(opts, ociartifact.Insecure())
 	}
 	if f.cfg.keychain != nil {

@@ -18,9 +18,21 @@ type hostPolicy struct {
 	// are public.
 	allowed []string
 	// insecure are the registries reached over plain HTTP
-	// (--insecure-registries), host:port as in links. The SRE named them,
-	// so they count as allowed.
+	// (--insecure-registries): host:port as in links, or a host alone for
+	// any of its ports. The SRE named them, so they count as allowed.
 	insecure map[string]bool
+}
+
+// isInsecure reports whether a registry (host:port as in links) is reached
+// over plain HTTP: listed with its port, or listed as a host alone (local
+// registries that tests and lmctl dev start on random ports).
+func isInsecure(insecure map[string]bool, hostPort string) bool {
+	hostPort = strings.ToLower(hostPort)
+	if insecure[hostPort] {
+		return true
+	}
+	name, _ := splitHostPort(hostPort)
+	return insecure[name]
 }
 
 // listed reports whether the SRE named host (host or host:port) in the
@@ -28,7 +40,7 @@ type hostPolicy struct {
 // any address, private ones included.
 func (p hostPolicy) listed(host string) bool {
 	host = strings.ToLower(host)
-	if p.insecure[host] {
+	if isInsecure(p.insecure, host) {
 		return true
 	}
 	name, _ := splitHostPort(host)

@@ -66,7 +66,7 @@ func newConfig(opts []Option) config {
 }
 
 // WithInsecureRegistries reaches the given registry hosts (host:port as in
-// the links) over plain HTTP, as local and test registries on loopback are
+// the links, or a host alone for all its ports) over plain HTTP, as local and test registries on loopback are
 // served. Every other registry is reached over HTTPS, whatever its address.
 // The hosts count as allowed content hosts (WithAllowedHosts), on any
 // address.

@@ -58,7 +58,7 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	if g.registry && req.URL.Scheme == "http" && !g.policy.insecure[strings.ToLower(req.URL.Host)] {
+	if g.registry && req.URL.Scheme == "http" && !isInsecure(g.policy.insecure, req.URL.Host) {
 		// go-containerregistry reaches loopback and RFC 1918 registries
 		// over plain HTTP on its own; only the SRE may decide that.
 		req = req.Clone(req.Context())

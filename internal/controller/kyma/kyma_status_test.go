@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
@@ -60,7 +61,7 @@ func TestSetStatus(t *testing.T) {
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
 		{name: "refused kubeconfig has its own reason", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""),
 			runtimeErr: fmt.Errorf("%w: Secret kcp-system/k key \"config\" is refused: %w", runtime.ErrInvalidKubeconfig,
-				&runtime.FieldError{Field: "users[0].user.exec", Problem: "exec plugins are refused"}),
+				&kubeconfig.FieldError{Field: "users[0].user.exec", Problem: "exec plugins are refused"}),
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonKubeconfigRefused},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
@@ -150,6 +151,10 @@ func attachRuntime(ctx context.Context, name, path string) (*runtimeTarget, erro
 	data, err := clientcmd.Write(*raw)
 	if err != nil {
 		return nil, fmt.Errorf("--runtime-kubeconfig %s: %w", path, err)
+	}
+	// Say it now rather than as the Kyma's KubeconfigRefused later.
+	if _, err := kubeconfig.Validate(data); err != nil {
+		return nil, fmt.Errorf("--runtime-kubeconfig %s: the operator accepts only inline credentials: %w", path, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {

@@ -1,25 +1,32 @@
-package runtime
+// Package kubeconfig decides whether a runtime's kubeconfig is data the
+// operator may use: inline credentials only (SPEC "Trust boundaries"). It is
+// pure and small, apart from the clients built from its result, so that it
+// can be table-tested and fuzzed on its own.
+package kubeconfig
 
 import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
-	"k8s.io/client-go/rest"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
-// ErrKubeconfigRefused means a runtime's kubeconfig asks for more than inline
+// ErrRefused means a runtime's kubeconfig asks for more than inline
 // credentials. A kubeconfig is data written by a provisioner; whatever in it
 // would run a program, read a file of the operator's, route through a proxy
 // or skip TLS verification would let that provisioner act with the
 // operator's rights, so it is refused before any client is built.
-var ErrKubeconfigRefused = errors.New("runtime kubeconfig refused")
+var ErrRefused = errors.New("runtime kubeconfig refused")
+
+// ErrUnparsable means the bytes are not a kubeconfig at all. It is kept apart
+// from ErrRefused: nothing in it was refused, it is just not usable.
+var ErrUnparsable = errors.New("does not parse as a kubeconfig (YAML or JSON)")
 
 // inlineFix is what every refusal tells the provisioner to do instead.
 const inlineFix = "put inline credentials in the user: a client certificate (client-certificate-data and client-key-data) or a token"
@@ -39,8 +46,8 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
-// Unwrap makes every FieldError an ErrKubeconfigRefused.
-func (e *FieldError) Unwrap() error { return ErrKubeconfigRefused }
+// Unwrap makes every FieldError an ErrRefused.
+func (e *FieldError) Unwrap() error { return ErrRefused }
 
 // Kubeconfig is all the operator takes from a runtime's kubeconfig: the
 // current context's server and the inline credentials of its user.
@@ -59,23 +66,35 @@ type Kubeconfig struct {
 	Token string
 }
 
-// ValidateKubeconfig parses a runtime kubeconfig and accepts it only when
+// Validate parses a runtime kubeconfig and accepts it only when
 // every cluster and user in it holds nothing but inline material: an https
 // server, certificate-authority-data, tls-server-name; client-certificate-data
 // with client-key-data, or a token. It returns what the current context uses.
 // Everything else that changes how a client behaves is refused with a
-// *FieldError per field, joined, each naming the field and the fix.
-func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
+// *FieldError per field, joined, each naming the field and the fix (all
+// ErrRefused). Bytes that are no kubeconfig at all give ErrUnparsable.
+func Validate(raw []byte) (*Kubeconfig, error) {
+	// Decoded as client-go decodes kubeconfigs: field names match exactly,
+	// so that no differently-cased or repeated key can hide next to the one
+	// that is checked.
+	// The parser's message may quote the input, which holds credentials, so
+	// it is not passed on.
+	data, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, ErrUnparsable
+	}
 	cfg := &clientcmdv1.Config{}
-	if err := yaml.Unmarshal(raw, cfg); err != nil {
-		// The parser's message may quote the input, which holds credentials.
-		return nil, &FieldError{Field: "kubeconfig", Problem: "does not parse as a kubeconfig (YAML or JSON)"}
+	strict, err := sigsjson.UnmarshalStrict(data, cfg)
+	if err != nil {
+		return nil, ErrUnparsable
 	}
 	var problems []*FieldError
 	refuse := func(field, problem string) {
 		problems = append(problems, &FieldError{Field: field, Problem: problem})
 	}
-	checkUnknownFields(raw, refuse)
+	if !checkUnknownFields(data, refuse) && len(strict) > 0 {
+		refuse("kubeconfig", "has a field that kubeconfig v1 does not define, or a field twice; remove it")
+	}
 
 	clusters := map[string]*clientcmdv1.Cluster{}
 	for i := range cfg.Clusters {
@@ -124,8 +143,7 @@ func ValidateKubeconfig(raw []byte) (*Kubeconfig, error) {
 }
 
 // knownClusterFields and knownUserFields are the keys of a cluster and a user
-// in kubeconfig v1, lower-cased as the JSON decoding matches them
-// case-insensitively. Known fields that are refused get their own message;
+// in kubeconfig v1, spelt exactly. Known fields that are refused get their own message;
 // any other key is refused too, since a misspelt field that were silently
 // ignored would change what the operator does (no CA, no credentials)
 // without saying so.
@@ -133,7 +151,7 @@ var (
 	knownClusterFields = fieldSet("server", "tls-server-name", "insecure-skip-tls-verify", "certificate-authority",
 		"certificate-authority-data", "proxy-url", "disable-compression", "extensions")
 	knownUserFields = fieldSet("client-certificate", "client-certificate-data", "client-key", "client-key-data", "token",
-		"tokenfile", "as", "as-uid", "as-groups", "as-user-extra", "username", "password", "auth-provider", "exec", "extensions")
+		"tokenFile", "as", "as-uid", "as-groups", "as-user-extra", "username", "password", "auth-provider", "exec", "extensions")
 )
 
 func fieldSet(names ...string) map[string]bool {
@@ -145,9 +163,9 @@ func fieldSet(names ...string) map[string]bool {
 }
 
 // checkUnknownFields refuses clusters and users with keys kubeconfig v1 does
-// not have. The key is not quoted: a mangled file can turn a value into a
-// key.
-func checkUnknownFields(raw []byte, refuse func(field, problem string)) {
+// not have, and reports whether it refused any. The key is not quoted: a
+// mangled file can turn a value into a key.
+func checkUnknownFields(data []byte, refuse func(field, problem string)) bool {
 	var doc struct {
 		Clusters []struct {
 			Cluster map[string]any `json:"cluster"`
@@ -156,26 +174,30 @@ func checkUnknownFields(raw []byte, refuse func(field, problem string)) {
 			User map[string]any `json:"user"`
 		} `json:"users"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return // the typed parse already failed or will say so
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &doc); err != nil {
+		return false // the typed decoding already said so
 	}
+	found := false
 	for i, c := range doc.Clusters {
 		if hasUnknown(c.Cluster, knownClusterFields) {
+			found = true
 			refuse(fmt.Sprintf("clusters[%d].cluster", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
 				"keep only server, certificate-authority-data and tls-server-name")
 		}
 	}
 	for i, u := range doc.Users {
 		if hasUnknown(u.User, knownUserFields) {
+			found = true
 			refuse(fmt.Sprintf("users[%d].user", i), "has a field that kubeconfig v1 does not define (misspelt?); "+
 				"keep only client-certificate-data and client-key-data, or token")
 		}
 	}
+	return found
 }
 
 func hasUnknown(fields map[string]any, known map[string]bool) bool {
 	for k := range fields {
-		if !known[strings.ToLower(k)] {
+		if !known[k] {
 			return true
 		}
 	}
@@ -291,7 +313,7 @@ func joinProblems(problems []*FieldError) error {
 	errs := make([]error, 0, maxListedProblems+1)
 	for i, p := range problems {
 		if i == maxListedProblems {
-			errs = append(errs, fmt.Errorf("%w: and %d more refused fields", ErrKubeconfigRefused, len(problems)-maxListedProblems))
+			errs = append(errs, fmt.Errorf("%w: and %d more refused fields", ErrRefused, len(problems)-maxListedProblems))
 			break
 		}
 		errs = append(errs, p)
@@ -322,23 +344,3 @@ func quoteName(name string) string {
 	}
 	return fmt.Sprintf("%q", name)
 }
-
-// RESTConfig builds a client configuration from the validated fields only:
-// no environment, no files, no plugins. A nil rest.Config.Proxy would mean
-// the HTTP(S)_PROXY environment, so the proxy is set to none explicitly.
-func (k *Kubeconfig) RESTConfig() *rest.Config {
-	return &rest.Config{
-		Host:        k.Server,
-		BearerToken: k.Token,
-		Proxy:       noProxy,
-		TLSClientConfig: rest.TLSClientConfig{
-			ServerName: k.TLSServerName,
-			CAData:     append([]byte(nil), k.CAData...),
-			CertData:   append([]byte(nil), k.CertData...),
-			KeyData:    append([]byte(nil), k.KeyData...),
-		},
-	}
-}
-
-// noProxy connects directly, whatever the environment says.
-func noProxy(*http.Request) (*url.URL, error) { return nil, nil } //nolint:nilnil // nil URL means no proxy
