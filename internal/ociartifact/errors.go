@@ -37,5 +37,8 @@ func withoutBody(err error) error {
 		// A HEAD answer has no body to carry BLOB_UNKNOWN; say it.
 		b.WriteString(" (the registry has no such layer)")
 	}
+	if terr.StatusCode == http.StatusUnauthorized {
+		b.WriteString("; the registry needs credentials: give the operator a --registry-credentials-secret that holds them for this host")
+	}
 	return errors.New(b.String())
 }

@@ -164,7 +164,7 @@ func TestPrivateRegistryCredentialsAreReadLive(t *testing.T) {
 
 	// No Secret: the registry refuses the anonymous operator.
 	k := newKyma(t, module(name))
-	expectModuleErrorWithout(t, k, name, "UNAUTHORIZED", password1)
+	expectModuleErrorWithout(t, k, name, "401 Unauthorized", password1)
 
 	// A Secret whose entry cannot be decoded (the API server only checks
 	// that it is JSON) says so, without quoting it.
@@ -181,7 +181,7 @@ func TestPrivateRegistryCredentialsAreReadLive(t *testing.T) {
 	reg.rotate(password2)
 	reg.publish(t, name, "2.0.0")
 	setChannel(t, name, "regular", "2.0.0")
-	expectModuleErrorWithout(t, k, name, "UNAUTHORIZED", password1, password2)
+	expectModuleErrorWithout(t, k, name, "401 Unauthorized", password1, password2)
 
 	// ... until the Secret is rotated too; the operator reads it live.
 	setRegistryCredentials(t, dockerConfig(reg.host(), "robot", password2))
