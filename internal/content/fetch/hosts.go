@@ -31,7 +31,7 @@ func isInsecure(insecure map[string]bool, hostPort string) bool {
 	if insecure[hostPort] {
 		return true
 	}
-	name, _ := splitHostPort(hostPort)
+	name := hostName(hostPort)
 	return insecure[name]
 }
 
@@ -43,7 +43,7 @@ func (p hostPolicy) listed(host string) bool {
 	if isInsecure(p.insecure, host) {
 		return true
 	}
-	name, _ := splitHostPort(host)
+	name := hostName(host)
 	for _, pattern := range p.allowed {
 		if hostMatches(strings.ToLower(pattern), host, name) {
 			return true
@@ -74,13 +74,13 @@ func hostMatches(pattern, hostPort, name string) bool {
 	return strings.Trim(pattern, "[]") == name
 }
 
-// splitHostPort returns a link host's name (brackets of an IPv6 literal
-// removed) and port, which may be empty.
-func splitHostPort(host string) (name, port string) {
-	if n, p, err := net.SplitHostPort(host); err == nil {
-		return n, p
+// hostName returns a link host's name without its port (and without the
+// brackets of an IPv6 literal).
+func hostName(host string) string {
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		return name
 	}
-	return strings.Trim(host, "[]"), ""
+	return strings.Trim(host, "[]")
 }
 
 // nonPublic are the ranges a link may reach only through a listed host:
