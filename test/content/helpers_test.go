@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 const (
@@ -34,8 +34,8 @@ type runtimeHandle struct {
 	client  client.Client
 }
 
-func newRuntimeHandle(name string, r *testcluster.Runtime, scheme *k8sruntime.Scheme) (*runtimeHandle, error) {
-	c, err := client.New(r.Config(), client.Options{Scheme: scheme})
+func newRuntimeHandle(name string, r *testcluster.Runtime) (*runtimeHandle, error) {
+	c, err := testenv.NewClient(r.Config())
 	if err != nil {
 		return nil, err
 	}

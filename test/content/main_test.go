@@ -14,19 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
-	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 // kcpNamespace is where the operator under test keeps Kymas and the catalog.
@@ -56,53 +49,27 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("E2E_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	testenv.SetLoggerFromEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	start := time.Now()
-	var rt *testcluster.Runtime
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		env.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
-		return err
-	})
-	g.Go(func() error {
-		var err error
-		rt, err = testcluster.StartRuntime(gctx, testcluster.RuntimeOptions{})
-		return err
-	})
-	err := g.Wait()
-	defer func() {
-		if rt != nil {
-			_ = rt.Stop()
-		}
-		if env.kcp != nil {
-			_ = env.kcp.Stop()
-		}
-	}()
+	kcp, runtimes, stop, err := testenv.StartClusters(ctx, 1)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stop()
+	env.kcp = kcp
+	rt := runtimes[0]
 	fmt.Printf("content: control plane and a runtime started in %s\n", time.Since(start).Round(10*time.Millisecond))
 
-	scheme, err := operator.NewScheme()
+	env.kcpClient, err = testenv.NewClient(env.kcp.Config())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.kcpClient, err = client.New(env.kcp.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := env.kcpClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kcpNamespace}}); err != nil {
+	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -118,7 +85,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 
-	h, err := newRuntimeHandle("runtime-0", rt, scheme)
+	h, err := newRuntimeHandle("runtime-0", rt)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -127,14 +94,7 @@ func run(m *testing.M) int {
 	env.runtimes = make(chan *runtimeHandle, 1)
 	env.runtimes <- h
 
-	opts := operator.DefaultOptions()
-	opts.Config = env.kcp.Config()
-	opts.Namespace = kcpNamespace
-	opts.MetricsAddr = "0"
-	opts.HealthProbeAddr = "0"
-	opts.Intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time.Millisecond, Error: time.Second, Warning: time.Second, Jitter: 0.1}
-	opts.BaseBackoff = 200 * time.Millisecond
-	opts.MaxBackoff = 2 * time.Second
+	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
 	opts.CatalogSync = false
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.Content.AllowedHosts = []string{hostOf(env.web)}
@@ -142,16 +102,10 @@ func run(m *testing.M) int {
 	opts.Content.InFlightBytes = inFlightBytes
 	opts.Content.RenderDeadline = renderDeadline
 	opts.Content.MaxConcurrentRenders = 2
-	mgr, err := operator.New(ctx, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+	if err := testenv.StartOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		}
-	}()
 
 	return m.Run()
 }

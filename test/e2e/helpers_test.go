@@ -12,11 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 const (
@@ -31,8 +31,8 @@ type runtimeHandle struct {
 	client  client.Client
 }
 
-func newRuntimeHandle(name string, r *testcluster.Runtime, scheme *runtime.Scheme) (*runtimeHandle, error) {
-	c, err := client.New(r.Config(), client.Options{Scheme: scheme})
+func newRuntimeHandle(name string, r *testcluster.Runtime) (*runtimeHandle, error) {
+	c, err := testenv.NewClient(r.Config())
 	if err != nil {
 		return nil, err
 	}

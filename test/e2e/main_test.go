@@ -10,19 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
-	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
@@ -52,57 +45,26 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("E2E_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	testenv.SetLoggerFromEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	start := time.Now()
-	var runtimes [runtimeCount]*testcluster.Runtime
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		env.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
-		return err
-	})
-	for i := range runtimes {
-		g.Go(func() error {
-			var err error
-			runtimes[i], err = testcluster.StartRuntime(gctx, testcluster.RuntimeOptions{})
-			return err
-		})
-	}
-	err := g.Wait()
-	defer func() {
-		for _, r := range runtimes {
-			if r != nil {
-				_ = r.Stop()
-			}
-		}
-		if env.kcp != nil {
-			_ = env.kcp.Stop()
-		}
-	}()
+	kcp, runtimes, stop, err := testenv.StartClusters(ctx, runtimeCount)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stop()
+	env.kcp = kcp
 	fmt.Printf("e2e: control plane and %d runtimes started in %s\n", runtimeCount, time.Since(start).Round(10*time.Millisecond))
 
-	scheme, err := operator.NewScheme()
+	env.kcpClient, err = testenv.NewClient(env.kcp.Config())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.kcpClient, err = client.New(env.kcp.Config(), client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := env.kcpClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kcpNamespace}}); err != nil {
+	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -116,7 +78,7 @@ func run(m *testing.M) int {
 
 	env.runtimes = make(chan *runtimeHandle, runtimeCount)
 	for i, r := range runtimes {
-		h, err := newRuntimeHandle(fmt.Sprintf("runtime-%d", i), r, scheme)
+		h, err := newRuntimeHandle(fmt.Sprintf("runtime-%d", i), r)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -125,14 +87,7 @@ func run(m *testing.M) int {
 		env.runtimes <- h
 	}
 
-	opts := operator.DefaultOptions()
-	opts.Config = env.kcp.Config()
-	opts.Namespace = kcpNamespace
-	opts.MetricsAddr = "0"
-	opts.HealthProbeAddr = "0"
-	opts.Intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time.Millisecond, Error: time.Second, Warning: time.Second, Jitter: 0.1}
-	opts.BaseBackoff = 200 * time.Millisecond
-	opts.MaxBackoff = 2 * time.Second
+	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
 	// Tests here start their own web servers and registries on loopback, on
 	// random ports: 127.0.0.1 alone lists every port. test/content proves
 	// that unlisted loopback hosts are refused.
@@ -141,16 +96,10 @@ func run(m *testing.M) int {
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
-	mgr, err := operator.New(ctx, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+	if err := testenv.StartOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		}
-	}()
 
 	return m.Run()
 }

@@ -15,19 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
-	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
@@ -63,43 +56,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("E2E_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	testenv.SetLoggerFromEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	start := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		env.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
-		return err
-	})
-	for i := range env.runtimes {
-		g.Go(func() error {
-			var err error
-			env.runtimes[i], err = testcluster.StartRuntime(gctx, testcluster.RuntimeOptions{})
-			return err
-		})
-	}
-	err := g.Wait()
-	defer func() {
-		for _, r := range env.runtimes {
-			if r != nil {
-				_ = r.Stop()
-			}
-		}
-		if env.kcp != nil {
-			_ = env.kcp.Stop()
-		}
-	}()
+	kcp, runtimes, stop, err := testenv.StartClusters(ctx, len(env.runtimes))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stop()
+	env.kcp = kcp
+	copy(env.runtimes[:], runtimes)
 	fmt.Printf("isolation: control plane and %d runtimes started in %s\n", len(env.runtimes), time.Since(start).Round(10*time.Millisecond))
 
 	if err := setup(ctx); err != nil {
@@ -108,47 +77,31 @@ func run(m *testing.M) int {
 	}
 	defer env.registry.Close()
 
-	opts := operator.DefaultOptions()
-	opts.Config = env.kcp.Config()
-	opts.Namespace = kcpNamespace
-	opts.MetricsAddr = "0"
-	opts.HealthProbeAddr = "0"
-	opts.Intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time.Millisecond, Error: time.Second, Warning: time.Second, Jitter: 0.1}
-	opts.BaseBackoff = 200 * time.Millisecond
-	opts.MaxBackoff = 2 * time.Second
+	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.CatalogSync = false
 	opts.ManifestConcurrency = manifestWorkers
 	opts.MaxWorkersPerRuntime = maxWorkersPerRuntime
 	opts.RuntimeRequestTimeout = requestTimeout
 	opts.ReconcileTimeout = reconcileTimeout
-	mgr, err := operator.New(ctx, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+	if err := testenv.StartOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		}
-	}()
 	return m.Run()
 }
 
 func setup(ctx context.Context) error {
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		return err
-	}
-	if env.kcpClient, err = client.New(env.kcp.Config(), client.Options{Scheme: scheme}); err != nil {
+	var err error
+	if env.kcpClient, err = testenv.NewClient(env.kcp.Config()); err != nil {
 		return err
 	}
 	for i, r := range env.runtimes {
-		if env.clients[i], err = client.New(r.Config(), client.Options{Scheme: scheme}); err != nil {
+		if env.clients[i], err = testenv.NewClient(r.Config()); err != nil {
 			return err
 		}
 	}
-	if err := env.kcpClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kcpNamespace}}); err != nil {
+	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
 		return err
 	}
 	env.registry = testregistry.Start()

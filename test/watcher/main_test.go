@@ -19,20 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
@@ -84,55 +79,29 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	if os.Getenv("E2E_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
+	testenv.SetLoggerFromEnv()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	start := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		var err error
-		env.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
-		return err
-	})
-	g.Go(func() error {
-		var err error
-		env.runtime, err = testcluster.StartRuntime(gctx, testcluster.RuntimeOptions{})
-		return err
-	})
-	err := g.Wait()
-	defer func() {
-		if env.runtime != nil {
-			_ = env.runtime.Stop()
-		}
-		if env.kcp != nil {
-			_ = env.kcp.Stop()
-		}
-	}()
+	kcp, runtimes, stop, err := testenv.StartClusters(ctx, 1)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer stop()
+	env.kcp, env.runtime = kcp, runtimes[0]
 	fmt.Printf("watcher e2e: control plane and runtime started in %s\n", time.Since(start).Round(10*time.Millisecond))
 
-	scheme, err := operator.NewScheme()
-	if err != nil {
+	if env.kcpClient, err = testenv.NewClient(env.kcp.Config()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if env.kcpClient, err = client.New(env.kcp.Config(), client.Options{Scheme: scheme}); err != nil {
+	if env.rtClient, err = testenv.NewClient(env.runtime.Config()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if env.rtClient, err = client.New(env.runtime.Config(), client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := env.kcpClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kcpNamespace}}); err != nil {
+	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -162,14 +131,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := operator.DefaultOptions()
-	opts.Config = env.kcp.Config()
-	opts.Namespace = kcpNamespace
-	opts.MetricsAddr = "0"
-	opts.HealthProbeAddr = "0"
-	opts.Intervals = requeue.Intervals{Ready: time.Hour, Processing: 300 * time.Millisecond, Error: time.Hour, Warning: time.Hour, Jitter: 0.1}
-	opts.BaseBackoff = 200 * time.Millisecond
-	opts.MaxBackoff = 2 * time.Second
+	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
+	// Only reports (or the fallback) may reconcile a Kyma: see the timing
+	// constants above.
+	opts.Intervals.Ready, opts.Intervals.Error, opts.Intervals.Warning = time.Hour, time.Hour, time.Hour
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.PauseSelector = pausedGroupLabel + "=yes"
 	// The listener's per-runtime rate limit is the default, which
@@ -196,16 +161,10 @@ func run(m *testing.M) int {
 			return env.agentURLs[kyma.Name]
 		},
 	}
-	mgr, err := operator.New(ctx, opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating the operator:", err)
+	if err := testenv.StartOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	go func() {
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "operator stopped:", err)
-		}
-	}()
 	return m.Run()
 }
 
