@@ -1,16 +1,18 @@
-// Package testenv starts what the integration test packages (test/e2e,
-// test/content, test/isolation, test/watcher) share in their TestMain: a
-// real control plane and kwok runtimes, a client of the control plane with
-// the operator's scheme, and the operator in-process with intervals short
-// enough for tests. It exists so that these packages start the same
-// environment the same way, and differ only in the options that are the
-// point of each package (allow-lists, caps, worker counts, the watcher).
+// Package testenv is the TestMain of the integration test packages
+// (test/e2e, test/content, test/isolation, test/watcher): a real control
+// plane and kwok runtimes, a client of the control plane with the
+// operator's scheme, the operator's namespace, and the operator in-process
+// with intervals short enough for tests. It exists so that these packages
+// start the same environment the same way, and differ only in their own
+// fixtures and in the options that are the point of each package
+// (allow-lists, caps, worker counts, the watcher).
 package testenv
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,10 +29,95 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
-// SetLoggerFromEnv makes controller-runtime log in development mode when
+// Config says what a test package's environment holds.
+type Config struct {
+	// Name starts the line that reports the start-up time, e.g. "e2e".
+	Name string
+	// Runtimes is how many kwok runtimes start next to the control plane.
+	Runtimes int
+	// Namespace is where the operator under test keeps Kymas and the
+	// catalog; Main creates it.
+	Namespace string
+}
+
+// Env is a started environment, handed to a package's Setup.
+type Env struct {
+	// KCP is the control plane.
+	KCP *testcluster.ControlPlane
+	// Runtimes are the kwok runtimes, Config.Runtimes of them.
+	Runtimes []*testcluster.Runtime
+	// Client reaches KCP with the operator's scheme.
+	Client client.Client
+
+	namespace string
+	cleanups  []func()
+}
+
+// Setup prepares a package's fixtures (registries, modules, web servers)
+// in a started Env and returns the options of the operator under test. ctx
+// ends when the tests have run.
+type Setup func(ctx context.Context, e *Env) (operator.Options, error)
+
+// Main is a test package's TestMain: it starts the clusters of cfg, creates
+// the namespace, runs setup, starts the operator with the options setup
+// returns, runs the tests, and stops everything. It exits with the tests'
+// code, or 1 when anything before them fails.
+func Main(m *testing.M, cfg Config, setup Setup) {
+	os.Exit(run(m, cfg, setup))
+}
+
+func run(m *testing.M, cfg Config, setup Setup) int {
+	setLoggerFromEnv()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	start := time.Now()
+	kcp, runtimes, stop, err := startClusters(ctx, cfg.Runtimes)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	fmt.Printf("%s: control plane and %d runtimes started in %s\n", cfg.Name, cfg.Runtimes, time.Since(start).Round(10*time.Millisecond))
+
+	e := &Env{KCP: kcp, Runtimes: runtimes, namespace: cfg.Namespace}
+	defer e.runCleanups()
+	if e.Client, err = NewClient(kcp.Config()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the operator's namespace:", err)
+		return 1
+	}
+	opts, err := setup(ctx, e)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := startOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// Cleanup registers f to run after the tests, before the clusters stop;
+// the last registered runs first.
+func (e *Env) Cleanup(f func()) {
+	e.cleanups = append(e.cleanups, f)
+}
+
+func (e *Env) runCleanups() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+// setLoggerFromEnv makes controller-runtime log in development mode when
 // E2E_LOG is set, and discards its logs otherwise, so that a passing run
 // stays quiet and a failing one can be rerun with logs.
-func SetLoggerFromEnv() {
+func setLoggerFromEnv() {
 	if os.Getenv("E2E_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
@@ -38,10 +125,10 @@ func SetLoggerFromEnv() {
 	}
 }
 
-// StartClusters starts a control plane and the given number of kwok
+// startClusters starts a control plane and the given number of kwok
 // runtimes in parallel. stop stops all of them; on error, whatever started
 // is stopped already and stop is nil.
-func StartClusters(ctx context.Context, runtimes int) (kcp *testcluster.ControlPlane, rts []*testcluster.Runtime, stop func(), err error) {
+func startClusters(ctx context.Context, runtimes int) (kcp *testcluster.ControlPlane, rts []*testcluster.Runtime, stop func(), err error) {
 	rts = make([]*testcluster.Runtime, runtimes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -83,24 +170,18 @@ func NewClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// CreateNamespace creates the namespace where the operator under test keeps
-// Kymas and the catalog.
-func CreateNamespace(ctx context.Context, c client.Client, name string) error {
-	return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-}
-
 // intervals are the operator's requeue intervals in tests: seconds, not
 // the production minutes, so that tests see a state change quickly.
 var intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time.Millisecond, Error: time.Second, Warning: time.Second, Jitter: 0.1}
 
 // OperatorOptions are the operator's defaults with what every test package
-// needs on top: the control plane at kcpConfig and its namespace, no
-// metrics or probe listeners (tests run in parallel processes), the test
-// intervals and a short backoff. A package sets its own options on top.
-func OperatorOptions(kcpConfig *rest.Config, namespace string) operator.Options {
+// needs on top: the control plane and the namespace, no metrics or probe
+// listeners (test packages run in parallel processes), the test intervals
+// and a short backoff. A package's Setup sets its own options on top.
+func (e *Env) OperatorOptions() operator.Options {
 	opts := operator.DefaultOptions()
-	opts.Config = kcpConfig
-	opts.Namespace = namespace
+	opts.Config = e.KCP.Config()
+	opts.Namespace = e.namespace
 	opts.MetricsAddr = "0"
 	opts.HealthProbeAddr = "0"
 	opts.Intervals = intervals
@@ -109,9 +190,9 @@ func OperatorOptions(kcpConfig *rest.Config, namespace string) operator.Options 
 	return opts
 }
 
-// StartOperator creates the operator from opts and runs it until ctx ends.
+// startOperator creates the operator from opts and runs it until ctx ends.
 // An error after the start is printed, since no test is there to fail.
-func StartOperator(ctx context.Context, opts operator.Options) error {
+func startOperator(ctx context.Context, opts operator.Options) error {
 	mgr, err := operator.New(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("creating the operator: %w", err)

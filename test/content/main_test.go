@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
@@ -45,56 +45,34 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testenv.Main(m, testenv.Config{Name: "content", Runtimes: 1, Namespace: kcpNamespace}, setup)
 }
 
-func run(m *testing.M) int {
-	testenv.SetLoggerFromEnv()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	start := time.Now()
-	kcp, runtimes, stop, err := testenv.StartClusters(ctx, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	env.kcp = kcp
-	rt := runtimes[0]
-	fmt.Printf("content: control plane and a runtime started in %s\n", time.Since(start).Round(10*time.Millisecond))
-
-	env.kcpClient, err = testenv.NewClient(env.kcp.Config())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
+// setup starts the registry and the web servers, publishes the sample
+// module, puts the runtime in the pool with the sample module's operator,
+// and configures the operator with small content limits.
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.kcpClient = e.KCP, e.Client
+	rt := e.Runtimes[0]
 	env.registry = startContentRegistry()
-	defer env.registry.Close()
+	e.Cleanup(env.registry.Close)
 	env.web = startWebServer()
-	defer env.web.Close()
+	e.Cleanup(env.web.Close)
 	env.unlisted = startWebServer()
-	defer env.unlisted.Close()
+	e.Cleanup(env.unlisted.Close)
 	if err := publishSampleModule(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "publishing the sample module:", err)
-		return 1
+		return operator.Options{}, fmt.Errorf("publishing the sample module: %w", err)
 	}
 
 	h, err := newRuntimeHandle("runtime-0", rt)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return operator.Options{}, err
 	}
 	go func() { _ = samplemodules.RunSampleOperator(ctx, rt.Config(), 100*time.Millisecond) }()
 	env.runtimes = make(chan *runtimeHandle, 1)
 	env.runtimes <- h
 
-	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
+	opts := e.OperatorOptions()
 	opts.CatalogSync = false
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.Content.AllowedHosts = []string{hostOf(env.web)}
@@ -102,12 +80,7 @@ func run(m *testing.M) int {
 	opts.Content.InFlightBytes = inFlightBytes
 	opts.Content.RenderDeadline = renderDeadline
 	opts.Content.MaxConcurrentRenders = 2
-	if err := testenv.StartOperator(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	return m.Run()
+	return opts, nil
 }
 
 // publishSampleModule pushes the sample module (a raw manifest and a

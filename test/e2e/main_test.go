@@ -6,13 +6,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
@@ -41,53 +41,30 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testenv.Main(m, testenv.Config{Name: "e2e", Runtimes: runtimeCount, Namespace: kcpNamespace}, setup)
 }
 
-func run(m *testing.M) int {
-	testenv.SetLoggerFromEnv()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	start := time.Now()
-	kcp, runtimes, stop, err := testenv.StartClusters(ctx, runtimeCount)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	env.kcp = kcp
-	fmt.Printf("e2e: control plane and %d runtimes started in %s\n", runtimeCount, time.Since(start).Round(10*time.Millisecond))
-
-	env.kcpClient, err = testenv.NewClient(env.kcp.Config())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
+// setup publishes the sample modules, puts the runtimes in the pool with
+// the sample module's operator in each, and configures the operator.
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.kcpClient = e.KCP, e.Client
 	env.registry = testregistry.Start()
-	defer env.registry.Close()
+	e.Cleanup(env.registry.Close)
 	if err := publishSampleModules(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "publishing sample modules:", err)
-		return 1
+		return operator.Options{}, fmt.Errorf("publishing sample modules: %w", err)
 	}
 
 	env.runtimes = make(chan *runtimeHandle, runtimeCount)
-	for i, r := range runtimes {
+	for i, r := range e.Runtimes {
 		h, err := newRuntimeHandle(fmt.Sprintf("runtime-%d", i), r)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return operator.Options{}, err
 		}
 		go func() { _ = samplemodules.RunSampleOperator(ctx, r.Config(), 100*time.Millisecond) }()
 		env.runtimes <- h
 	}
 
-	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
+	opts := e.OperatorOptions()
 	// Tests here start their own web servers and registries on loopback, on
 	// random ports: 127.0.0.1 alone lists every port. test/content proves
 	// that unlisted loopback hosts are refused.
@@ -96,12 +73,7 @@ func run(m *testing.M) int {
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
-	if err := testenv.StartOperator(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	return m.Run()
+	return opts, nil
 }
 
 // publishSampleModules pushes the bundled modules and creates their

@@ -11,13 +11,13 @@ package isolation
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
@@ -52,63 +52,34 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testenv.Main(m, testenv.Config{Name: "isolation", Runtimes: len(env.runtimes), Namespace: kcpNamespace}, setup)
 }
 
-func run(m *testing.M) int {
-	testenv.SetLoggerFromEnv()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	start := time.Now()
-	kcp, runtimes, stop, err := testenv.StartClusters(ctx, len(env.runtimes))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// setup makes clients of the runtimes, publishes the modules and
+// configures the operator with few workers.
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.kcpClient = e.KCP, e.Client
+	copy(env.runtimes[:], e.Runtimes)
+	for i, r := range env.runtimes {
+		var err error
+		if env.clients[i], err = testenv.NewClient(r.Config()); err != nil {
+			return operator.Options{}, err
+		}
 	}
-	defer stop()
-	env.kcp = kcp
-	copy(env.runtimes[:], runtimes)
-	fmt.Printf("isolation: control plane and %d runtimes started in %s\n", len(env.runtimes), time.Since(start).Round(10*time.Millisecond))
-
-	if err := setup(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	env.registry = testregistry.Start()
+	e.Cleanup(env.registry.Close)
+	if err := publishModules(ctx); err != nil {
+		return operator.Options{}, fmt.Errorf("publishing modules: %w", err)
 	}
-	defer env.registry.Close()
 
-	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
+	opts := e.OperatorOptions()
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.CatalogSync = false
 	opts.ManifestConcurrency = manifestWorkers
 	opts.MaxWorkersPerRuntime = maxWorkersPerRuntime
 	opts.RuntimeRequestTimeout = requestTimeout
 	opts.ReconcileTimeout = reconcileTimeout
-	if err := testenv.StartOperator(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
-
-func setup(ctx context.Context) error {
-	var err error
-	if env.kcpClient, err = testenv.NewClient(env.kcp.Config()); err != nil {
-		return err
-	}
-	for i, r := range env.runtimes {
-		if env.clients[i], err = testenv.NewClient(r.Config()); err != nil {
-			return err
-		}
-	}
-	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
-		return err
-	}
-	env.registry = testregistry.Start()
-	if err := publishModules(ctx); err != nil {
-		return fmt.Errorf("publishing modules: %w", err)
-	}
-	return nil
+	return opts, nil
 }
 
 // moduleNames are the published modules' names (module names are letters

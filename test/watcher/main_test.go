@@ -75,35 +75,16 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	testenv.Main(m, testenv.Config{Name: "watcher e2e", Runtimes: 1, Namespace: kcpNamespace}, setup)
 }
 
-func run(m *testing.M) int {
-	testenv.SetLoggerFromEnv()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	start := time.Now()
-	kcp, runtimes, stop, err := testenv.StartClusters(ctx, 1)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	env.kcp, env.runtime = kcp, runtimes[0]
-	fmt.Printf("watcher e2e: control plane and runtime started in %s\n", time.Since(start).Round(10*time.Millisecond))
-
-	if env.kcpClient, err = testenv.NewClient(env.kcp.Config()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+// setup creates the ConfigMap Watcher, publishes the evolving module and
+// configures the operator's watcher in local mode with short timings.
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.kcpClient, env.runtime = e.KCP, e.Client, e.Runtimes[0]
+	var err error
 	if env.rtClient, err = testenv.NewClient(env.runtime.Config()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := testenv.CreateNamespace(ctx, env.kcpClient, kcpNamespace); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return operator.Options{}, err
 	}
 	if err := env.kcpClient.Create(ctx, &v1beta2.Watcher{
 		ObjectMeta: metav1.ObjectMeta{Name: configMapWatcher, Namespace: kcpNamespace},
@@ -114,24 +95,20 @@ func run(m *testing.M) int {
 			Field:           v1beta2.SpecField,
 		},
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return operator.Options{}, err
 	}
 
 	env.registry = testregistry.Start()
-	defer env.registry.Close()
+	e.Cleanup(env.registry.Close)
 	if err := publishEvolving(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "publishing the evolving module:", err)
-		return 1
+		return operator.Options{}, fmt.Errorf("publishing the evolving module: %w", err)
 	}
 
 	env.agentURLs = map[string]string{}
-	env.listenerAddr, err = freeAddr()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if env.listenerAddr, err = freeAddr(); err != nil {
+		return operator.Options{}, err
 	}
-	opts := testenv.OperatorOptions(env.kcp.Config(), kcpNamespace)
+	opts := e.OperatorOptions()
 	// Only reports (or the fallback) may reconcile a Kyma: see the timing
 	// constants above.
 	opts.Intervals.Ready, opts.Intervals.Error, opts.Intervals.Warning = time.Hour, time.Hour, time.Hour
@@ -161,11 +138,7 @@ func run(m *testing.M) int {
 			return env.agentURLs[kyma.Name]
 		},
 	}
-	if err := testenv.StartOperator(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return opts, nil
 }
 
 // publishEvolving pushes the evolving module's 1.0.0 and offers it in the
