@@ -37,8 +37,15 @@ func withoutBody(err error) error {
 		// A HEAD answer has no body to carry BLOB_UNKNOWN; say it.
 		b.WriteString(" (the registry has no such layer)")
 	}
-	if terr.StatusCode == http.StatusUnauthorized {
-		b.WriteString("; the registry needs credentials: give the operator a --registry-credentials-secret that holds them for this host")
-	}
-	return errors.New(b.String())
+	return &RegistryError{StatusCode: terr.StatusCode, message: b.String()}
 }
+
+// RegistryError is a registry's error answer without its body: the request,
+// the HTTP status and well-formed error codes. StatusCode lets callers add
+// what only they know, such as where credentials come from.
+type RegistryError struct {
+	StatusCode int
+	message    string
+}
+
+func (e *RegistryError) Error() string { return e.message }

@@ -164,7 +164,7 @@ func TestPrivateRegistryCredentialsAreReadLive(t *testing.T) {
 
 	// No Secret: the registry refuses the anonymous operator.
 	k := newKyma(t, module(name))
-	expectModuleErrorWithout(t, k, name, "401 Unauthorized", password1)
+	expectModuleErrorWithout(t, k, name, "the registry needs credentials: give the operator a --registry-credentials-secret", password1)
 
 	// A Secret whose entry cannot be decoded (the API server only checks
 	// that it is JSON) says so, without quoting it.

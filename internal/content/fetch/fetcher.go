@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -113,7 +114,7 @@ func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2
 		defer cancel()
 		pinned, err := ociartifact.ResolveTag(ctx, l.raw, res.Name, f.ociOptions(l.host)...)
 		if err != nil {
-			return res, err
+			return res, withCredentialsHint(err)
 		}
 		res.Link = pinned
 		return res, nil
@@ -188,7 +189,8 @@ func (f *Fetcher) download(ctx context.Context, l link) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.timeout)
 	defer cancel()
 	if l.oci {
-		return ociartifact.FetchLayer(ctx, l.raw, f.ociOptions(l.host)...)
+		data, err := ociartifact.FetchLayer(ctx, l.raw, f.ociOptions(l.host)...)
+		return data, withCredentialsHint(err)
 	}
 	return f.getHTTP(ctx, l)
 }
@@ -241,4 +243,14 @@ func (f *Fetcher) store(ctx context.Context, digest string, data []byte) {
 			logr.FromContextOrDiscard(ctx).Error(err, "Writing the content cache failed", "digest", digest)
 		}
 	}
+}
+
+// withCredentialsHint says where registry credentials come from when a
+// registry asks for them: the registry cannot know, the operator's SRE must.
+func withCredentialsHint(err error) error {
+	var rerr *ociartifact.RegistryError
+	if errors.As(err, &rerr) && rerr.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("%w; the registry needs credentials: give the operator a --registry-credentials-secret that holds them for this host", err)
+	}
+	return err
 }
