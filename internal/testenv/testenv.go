@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
@@ -203,4 +205,18 @@ func startOperator(ctx context.Context, opts operator.Options) error {
 		}
 	}()
 	return nil
+}
+
+// DescribeKyma is a Kyma's state, conditions and module states on one line,
+// for the failure messages of tests that wait for a Kyma.
+func DescribeKyma(kyma *v1beta2.Kyma) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state=%s", kyma.Status.State)
+	for _, c := range kyma.Status.Conditions {
+		fmt.Fprintf(&b, " [%s=%s %s: %s]", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, m := range kyma.Status.Modules {
+		fmt.Fprintf(&b, " {%s %s %s: %s}", m.Name, m.Version, m.State, m.Message)
+	}
+	return b.String()
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -156,17 +155,7 @@ func (k *testKyma) moduleStatus(g Gomega, name string) v1beta2.ModuleStatus {
 	return v1beta2.ModuleStatus{}
 }
 
-func describe(kyma *v1beta2.Kyma) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "state=%s", kyma.Status.State)
-	for _, c := range kyma.Status.Conditions {
-		fmt.Fprintf(&b, " [%s=%s %s: %s]", c.Type, c.Status, c.Reason, c.Message)
-	}
-	for _, m := range kyma.Status.Modules {
-		fmt.Fprintf(&b, " {%s %s %s: %s}", m.Name, m.Version, m.State, m.Message)
-	}
-	return b.String()
-}
+func describe(kyma *v1beta2.Kyma) string { return testenv.DescribeKyma(kyma) }
 
 // module is a Kyma module entry with the API's defaults.
 func module(name string) v1beta2.Module {

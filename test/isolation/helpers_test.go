@@ -2,8 +2,6 @@ package isolation
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 const (
@@ -107,14 +106,4 @@ func (k *testKyma) manifests(g Gomega) []v1beta2.Manifest {
 	return list.Items
 }
 
-func describe(kyma *v1beta2.Kyma) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "state=%s", kyma.Status.State)
-	for _, c := range kyma.Status.Conditions {
-		fmt.Fprintf(&b, " [%s=%s %s: %s]", c.Type, c.Status, c.Reason, c.Message)
-	}
-	for _, m := range kyma.Status.Modules {
-		fmt.Fprintf(&b, " {%s %s %s: %s}", m.Name, m.Version, m.State, m.Message)
-	}
-	return b.String()
-}
+func describe(kyma *v1beta2.Kyma) string { return testenv.DescribeKyma(kyma) }
