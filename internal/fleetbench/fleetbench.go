@@ -37,7 +37,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
@@ -388,7 +388,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the control-plane client: %w", err)
 	}
-	if err := lmruntime.EnsureNamespace(ctx, b.client, namespace); err != nil {
+	if err := remote.EnsureNamespace(ctx, b.client, namespace); err != nil {
 		return err
 	}
 	b.registry = testregistry.Start()

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
 // runtimeLabel names, on each bench Kyma, the runtime API server it shares.
@@ -44,7 +44,7 @@ func createKymas(ctx context.Context, c client.Client, namespace string, n int, 
 					Name: name + "-kubeconfig", Namespace: namespace,
 					Labels: map[string]string{v1beta2.KymaNameLabel: name},
 				},
-				Data: map[string][]byte{lmruntime.KubeconfigKey: kubeconfigs[rt]},
+				Data: map[string][]byte{remote.KubeconfigKey: kubeconfigs[rt]},
 			}
 			if err := c.Create(ctx, secret); err != nil {
 				return fmt.Errorf("registering runtime %s: %w", name, err)
@@ -117,7 +117,7 @@ type RawWrites struct {
 // the operator's control-plane client.
 func rawWriteRate(ctx context.Context, c client.Client, n, concurrency int) (RawWrites, error) {
 	const namespace = "fleetbench-raw"
-	if err := lmruntime.EnsureNamespace(ctx, c, namespace); err != nil {
+	if err := remote.EnsureNamespace(ctx, c, namespace); err != nil {
 		return RawWrites{}, err
 	}
 	start := time.Now()

@@ -29,8 +29,8 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 // Options configure the operator.
@@ -40,7 +40,7 @@ type Options struct {
 
 	// Namespace holds Kymas, the catalog, Manifests and runtime Secrets.
 	Namespace string
-	// SyncNamespace is the namespace the operator uses in each runtime.
+	// SyncNamespace is the namespace the operator uses in each remote.
 	SyncNamespace string
 
 	// MetricsAddr and HealthProbeAddr are listen addresses; "0" disables.
@@ -66,7 +66,7 @@ type Options struct {
 	// PauseSelector pauses every Kyma it matches, like the
 	// skip-reconciliation label does for one. Empty pauses none.
 	PauseSelector string
-	// CatalogSync copies the module catalog into every runtime.
+	// CatalogSync copies the module catalog into every remote.
 	CatalogSync bool
 	// CatalogConcurrency is how many runtimes get the catalog at once.
 	CatalogConcurrency int
@@ -75,7 +75,7 @@ type Options struct {
 	// disables it.
 	Watcher WatcherOptions
 
-	// RuntimeRequestTimeout bounds every request to a runtime.
+	// RuntimeRequestTimeout bounds every request to a remote.
 	RuntimeRequestTimeout time.Duration
 	// ReconcileTimeout bounds one reconcile of a Kyma, Manifest or catalog
 	// copy; longer than RuntimeRequestTimeout, and than the 30 s that
@@ -213,7 +213,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	runtimes := runtime.NewClients(mgr.GetClient(), runtime.Options{
+	runtimes := remote.NewClients(mgr.GetClient(), remote.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
 	})

@@ -22,7 +22,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
 // WatcherOptions configure the runtime watcher (SPEC R9): the listener, the
@@ -196,7 +196,7 @@ type watcherSources struct {
 // Like every controller, it leaves the Kymas that policy pauses alone. It
 // returns the sources through which the Kyma and Manifest controllers learn
 // of reported changes (none when the watcher is disabled).
-func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *runtime.Clients, policy pause.Policy) (watcherSources, error) {
+func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *remote.Clients, policy pause.Policy) (watcherSources, error) {
 	if !opts.Watcher.enabled() {
 		return watcherSources{}, nil
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
-	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
 // FieldManager owns the catalog copies in runtimes.
@@ -36,7 +36,7 @@ const FieldManager = "lifecycle-manager-catalog"
 // Reconciler syncs the catalog into the runtime of one Kyma per request.
 type Reconciler struct {
 	client.Client
-	Runtimes *lmruntime.Clients
+	Runtimes *remote.Clients
 	// ControlPlane is the KCP's config; a runtime at the same address is the
 	// control plane itself (single-cluster mode) and gets no copy.
 	ControlPlane *rest.Config
@@ -78,10 +78,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	release, ok := r.Runtimes.TryAcquire("catalog", kyma.Name)
 	if !ok {
-		return ctrl.Result{RequeueAfter: lmruntime.RetryAfter()}, nil
+		return ctrl.Result{RequeueAfter: remote.RetryAfter()}, nil
 	}
 	defer release()
-	ctx, cancel := lmruntime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	ctx, cancel := remote.WithReconcileDeadline(ctx, r.ReconcileTimeout)
 	defer cancel()
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
@@ -213,7 +213,7 @@ func dropNulls(m map[string]any) {
 // sync writes what changed since the last time (everything, with a dry-run
 // diff, once per resync interval) and deletes copies no longer in the
 // catalog.
-func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *lmruntime.Cluster, desired []source, namespace string) error {
+func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *remote.Cluster, desired []source, namespace string) error {
 	state := r.state(kymaName)
 	full := time.Since(state.fullSync) >= r.Resync
 
@@ -227,7 +227,7 @@ func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *lmrunti
 		}
 	}
 	if len(toApply) > 0 {
-		if err := lmruntime.EnsureNamespace(ctx, cluster.Client, namespace); err != nil {
+		if err := remote.EnsureNamespace(ctx, cluster.Client, namespace); err != nil {
 			return err
 		}
 		if _, err := apply.NewApplierAs(cluster.Client, cluster.Mapper, FieldManager).Apply(ctx, toApply); err != nil {

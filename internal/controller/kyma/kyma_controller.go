@@ -21,9 +21,9 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
@@ -36,7 +36,7 @@ type Pinner interface {
 // Reconciler reconciles Kymas.
 type Reconciler struct {
 	client.Client
-	Runtimes  *runtime.Clients
+	Runtimes  *remote.Clients
 	Pinner    Pinner
 	Recorder  events.EventRecorder
 	Intervals requeue.Intervals
@@ -69,10 +69,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// without holding one; status is left as it is meanwhile.
 	release, ok := r.Runtimes.TryAcquire("kyma", kyma.Name)
 	if !ok {
-		return ctrl.Result{RequeueAfter: runtime.RetryAfter()}, nil
+		return ctrl.Result{RequeueAfter: remote.RetryAfter()}, nil
 	}
 	defer release()
-	rctx, cancel := runtime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	rctx, cancel := remote.WithReconcileDeadline(ctx, r.ReconcileTimeout)
 	defer cancel()
 
 	if !kyma.DeletionTimestamp.IsZero() {
@@ -107,10 +107,10 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	// The runtime side first: its module list is half of what to install.
 	// When the runtime cannot be read, the last list read stands in, and
 	// nothing is uninstalled because of the outage.
-	rc, remote, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
+	rc, runtimeKyma, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
 	runtimeModules := kyma.Status.RuntimeModules
 	if runtimeErr == nil {
-		runtimeModules = remote.Spec.Modules
+		runtimeModules = runtimeKyma.Spec.Modules
 	}
 
 	existing, err := r.manifests(ctx, kyma)
@@ -159,12 +159,12 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	updateMetrics(kyma)
 
 	if runtimeErr == nil && !recreate {
-		if err := mirrorStatus(ctx, rc, remote, kyma); err != nil {
+		if err := mirrorStatus(ctx, rc, runtimeKyma, kyma); err != nil {
 			syncErrs = append(syncErrs, fmt.Errorf("mirroring status to the runtime: %w", err))
 		}
 	}
 	if runtimeErr != nil {
-		if errors.Is(runtimeErr, runtime.ErrKubeconfigRefused) && len(syncErrs) == 0 {
+		if errors.Is(runtimeErr, remote.ErrKubeconfigRefused) && len(syncErrs) == 0 {
 			// Retrying cannot help: only a new Secret can, and a change of
 			// the Secret requeues the Kyma.
 			return ctrl.Result{}, reconcile.TerminalError(runtimeErr)
@@ -191,12 +191,12 @@ func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (clien
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
 	}
-	remote, recreate, err := syncRuntimeKyma(ctx, cluster.Client, kyma, runtimeKymaKey(kyma, r.SyncNamespace))
+	runtimeKyma, recreate, err := syncRuntimeKyma(ctx, cluster.Client, kyma, runtimeKymaKey(kyma, r.SyncNamespace))
 	if err != nil {
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
 	}
-	return cluster.Client, remote, recreate, nil
+	return cluster.Client, runtimeKyma, recreate, nil
 }
 
 // evictOnError forgets a runtime's client and sync state after an error
@@ -245,7 +245,7 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Res
 // A runtime that is gone for good (its Secret deleted) has nothing to remove.
 func (r *Reconciler) removeRuntimeKyma(ctx context.Context, kyma *v1beta2.Kyma) error {
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
-	if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+	if errors.Is(err, remote.ErrNoKubeconfigSecret) {
 		return nil
 	}
 	if err != nil {

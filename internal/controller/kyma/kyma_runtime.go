@@ -19,7 +19,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
-	lmruntime "github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
 // RuntimeCRDs are the CRDs every runtime gets from the control plane, so
@@ -48,7 +48,7 @@ func newRuntimeSide(kcp client.Reader) *runtimeSide {
 
 // syncCRDs applies the control plane's versions of RuntimeCRDs to the
 // runtime when they changed since the last time.
-func (s *runtimeSide) syncCRDs(ctx context.Context, kymaName string, cluster *lmruntime.Cluster) error {
+func (s *runtimeSide) syncCRDs(ctx context.Context, kymaName string, cluster *remote.Cluster) error {
 	objects := make([]*unstructured.Unstructured, 0, len(RuntimeCRDs))
 	revisions := make([]string, 0, len(RuntimeCRDs))
 	for _, name := range RuntimeCRDs {
@@ -118,14 +118,14 @@ func runtimeKymaKey(kyma *v1beta2.Kyma, syncNamespace string) client.ObjectKey {
 // owner is let go — after its module list was read — and comes back on the
 // next reconcile.
 func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, key client.ObjectKey) (*v1beta2.Kyma, bool, error) {
-	remote := &v1beta2.Kyma{}
-	err := c.Get(ctx, key, remote)
+	runtimeKyma := &v1beta2.Kyma{}
+	err := c.Get(ctx, key, runtimeKyma)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := lmruntime.EnsureNamespace(ctx, c, key.Namespace); err != nil {
+		if err := remote.EnsureNamespace(ctx, c, key.Namespace); err != nil {
 			return nil, false, err
 		}
-		remote = &v1beta2.Kyma{
+		runtimeKyma = &v1beta2.Kyma{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: key.Name, Namespace: key.Namespace,
 				Labels: map[string]string{
@@ -136,34 +136,34 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 			},
 			Spec: v1beta2.KymaSpec{Channel: kyma.Spec.Channel, Modules: kyma.Status.RuntimeModules},
 		}
-		if err := c.Create(ctx, remote); err != nil {
+		if err := c.Create(ctx, runtimeKyma); err != nil {
 			return nil, false, fmt.Errorf("creating the runtime's Kyma %s: %w", key, err)
 		}
-		return remote, false, nil
+		return runtimeKyma, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("reading the runtime's Kyma %s: %w", key, err)
 	}
 
-	if !remote.DeletionTimestamp.IsZero() {
+	if !runtimeKyma.DeletionTimestamp.IsZero() {
 		if kyma.DeletionTimestamp.IsZero() {
 			// The runtime owner deleted it: let it go and recreate it.
-			patch := client.MergeFrom(remote.DeepCopy())
-			controllerutil.RemoveFinalizer(remote, v1beta2.KymaFinalizer)
-			if err := c.Patch(ctx, remote, patch); err != nil && !apierrors.IsNotFound(err) {
+			patch := client.MergeFrom(runtimeKyma.DeepCopy())
+			controllerutil.RemoveFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
+			if err := c.Patch(ctx, runtimeKyma, patch); err != nil && !apierrors.IsNotFound(err) {
 				return nil, false, fmt.Errorf("releasing the runtime's deleted Kyma %s: %w", key, err)
 			}
-			return remote, true, nil
+			return runtimeKyma, true, nil
 		}
-		return remote, false, nil
+		return runtimeKyma, false, nil
 	}
-	if !controllerutil.ContainsFinalizer(remote, v1beta2.KymaFinalizer) {
-		patch := client.MergeFrom(remote.DeepCopy())
-		controllerutil.AddFinalizer(remote, v1beta2.KymaFinalizer)
-		if err := c.Patch(ctx, remote, patch); err != nil {
+	if !controllerutil.ContainsFinalizer(runtimeKyma, v1beta2.KymaFinalizer) {
+		patch := client.MergeFrom(runtimeKyma.DeepCopy())
+		controllerutil.AddFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
+		if err := c.Patch(ctx, runtimeKyma, patch); err != nil {
 			return nil, false, fmt.Errorf("protecting the runtime's Kyma %s: %w", key, err)
 		}
 	}
-	return remote, false, nil
+	return runtimeKyma, false, nil
 }
 
 // deleteRuntimeKyma removes the runtime's own Kyma, finalizer and all, and
@@ -175,32 +175,32 @@ func deleteRuntimeKyma(ctx context.Context, c client.Client, key client.ObjectKe
 			return fmt.Errorf("deleting the runtime's catalog: %w", err)
 		}
 	}
-	remote := &v1beta2.Kyma{}
-	if err := c.Get(ctx, key, remote); err != nil {
+	runtimeKyma := &v1beta2.Kyma{}
+	if err := c.Get(ctx, key, runtimeKyma); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if controllerutil.ContainsFinalizer(remote, v1beta2.KymaFinalizer) {
-		patch := client.MergeFrom(remote.DeepCopy())
-		controllerutil.RemoveFinalizer(remote, v1beta2.KymaFinalizer)
-		if err := c.Patch(ctx, remote, patch); err != nil {
+	if controllerutil.ContainsFinalizer(runtimeKyma, v1beta2.KymaFinalizer) {
+		patch := client.MergeFrom(runtimeKyma.DeepCopy())
+		controllerutil.RemoveFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
+		if err := c.Patch(ctx, runtimeKyma, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}
-	return client.IgnoreNotFound(c.Delete(ctx, remote))
+	return client.IgnoreNotFound(c.Delete(ctx, runtimeKyma))
 }
 
 // mirrorStatus copies the control plane's view of the Kyma into the
 // runtime's Kyma, so that its owner sees it where they work.
-func mirrorStatus(ctx context.Context, c client.Client, remote *v1beta2.Kyma, kyma *v1beta2.Kyma) error {
+func mirrorStatus(ctx context.Context, c client.Client, runtimeKyma *v1beta2.Kyma, kyma *v1beta2.Kyma) error {
 	desired := kyma.Status.DeepCopy()
 	desired.RuntimeModules = nil
 	redactStatus(desired)
-	if equality.Semantic.DeepEqual(&remote.Status, desired) {
+	if equality.Semantic.DeepEqual(&runtimeKyma.Status, desired) {
 		return nil
 	}
-	base := remote.DeepCopy()
-	remote.Status = *desired
-	if err := c.Status().Patch(ctx, remote, client.MergeFrom(base)); err != nil {
+	base := runtimeKyma.DeepCopy()
+	runtimeKyma.Status = *desired
+	if err := c.Status().Patch(ctx, runtimeKyma, client.MergeFrom(base)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	return nil

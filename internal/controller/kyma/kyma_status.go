@@ -11,8 +11,8 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 // Condition types of a Kyma.
@@ -86,7 +86,7 @@ func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[strin
 
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "All modules are ready"}
 	switch {
-	case errors.Is(runtimeErr, runtime.ErrKubeconfigRefused):
+	case errors.Is(runtimeErr, remote.ErrKubeconfigRefused):
 		// The error names the Secret, the refused field and the fix, and
 		// never a value of the kubeconfig.
 		state = v1beta2.StateError

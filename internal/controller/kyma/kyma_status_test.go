@@ -11,8 +11,8 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 func manifestIn(state v1beta2.State, generation int64, message string) *v1beta2.Manifest {
@@ -60,7 +60,7 @@ func TestSetStatus(t *testing.T) {
 		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
 		{name: "refused kubeconfig has its own reason", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""),
-			runtimeErr: fmt.Errorf("%w: Secret kcp-system/k key \"config\" is refused: %w", runtime.ErrInvalidKubeconfig,
+			runtimeErr: fmt.Errorf("%w: Secret kcp-system/k key \"config\" is refused: %w", remote.ErrInvalidKubeconfig,
 				&kubeconfig.FieldError{Field: "users[0].user.exec", Problem: "exec plugins are refused"}),
 			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonKubeconfigRefused},
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
@@ -37,7 +37,7 @@ const UnmanageAnnotation = "operator.kyma-project.io/unmanage"
 // Renderer turns a Manifest's content into the objects to apply, labelled and
 // namespaced for the runtime: objects that name no namespace go to
 // syncNamespace. namespaced answers whether a kind is namespaced in the
-// runtime.
+// remote.
 type Renderer interface {
 	Render(ctx context.Context, manifest *v1beta2.Manifest, syncNamespace string, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error)
 }
@@ -45,7 +45,7 @@ type Renderer interface {
 // Reconciler reconciles Manifests.
 type Reconciler struct {
 	client.Client
-	Runtimes      *runtime.Clients
+	Runtimes      *remote.Clients
 	Renderer      Renderer
 	Recorder      events.EventRecorder
 	Intervals     requeue.Intervals
@@ -83,10 +83,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// without holding one; status is left as it is meanwhile.
 	release, ok := r.Runtimes.TryAcquire("manifest", kymaName(manifest))
 	if !ok {
-		return ctrl.Result{RequeueAfter: runtime.RetryAfter()}, nil
+		return ctrl.Result{RequeueAfter: remote.RetryAfter()}, nil
 	}
 	defer release()
-	rctx, cancel := runtime.WithReconcileDeadline(ctx, r.ReconcileTimeout)
+	rctx, cancel := remote.WithReconcileDeadline(ctx, r.ReconcileTimeout)
 	defer cancel()
 
 	if !manifest.DeletionTimestamp.IsZero() {
@@ -125,7 +125,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 	c := cluster.Client
 
-	if err := runtime.EnsureNamespace(ctx, c, r.syncNamespace(manifest)); err != nil {
+	if err := remote.EnsureNamespace(ctx, c, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		setState(manifest, v1beta2.StateError, reasonRuntimeUnavailable, err.Error())
 		return ctrl.Result{}, err
@@ -225,7 +225,7 @@ func (r *Reconciler) finalize(ctx context.Context, manifest *v1beta2.Manifest) (
 
 func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) (ctrl.Result, error) {
 	cluster, err := r.cluster(ctx, manifest)
-	if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+	if errors.Is(err, remote.ErrNoKubeconfigSecret) {
 		// The runtime is gone for good: its Secret was deleted. There is
 		// nothing left to clean up in it, so do not block forever.
 		ctrl.LoggerFrom(ctx).Info("Runtime has no kubeconfig Secret any more; releasing the Manifest without cleanup")
@@ -309,7 +309,7 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) cluster(ctx context.Context, manifest *v1beta2.Manifest) (*runtime.Cluster, error) {
+func (r *Reconciler) cluster(ctx context.Context, manifest *v1beta2.Manifest) (*remote.Cluster, error) {
 	name := kymaName(manifest)
 	if name == "" {
 		return nil, fmt.Errorf("manifest has no %s label", v1beta2.KymaNameLabel)

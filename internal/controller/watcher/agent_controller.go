@@ -4,7 +4,7 @@
 // runtime), the agent's RBAC, Deployment and Service, and one webhook
 // configuration whose rules come from the Watcher objects. It removes them
 // with the Kyma, and removes the webhook configuration while reporting is
-// paused for the runtime. It also keeps Watcher status and creates the
+// paused for the remote. It also keeps Watcher status and creates the
 // default Watcher.
 package watcher
 
@@ -32,8 +32,8 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
 )
 
 // Finalizer guards a Kyma until the agent is removed from its runtime and its
@@ -77,14 +77,14 @@ type AgentOptions struct {
 	Resync time.Duration
 }
 
-// AgentReconciler keeps the agent of each Kyma's runtime.
+// AgentReconciler keeps the agent of each Kyma's remote.
 type AgentReconciler struct {
 	// Client is the manager's client, cached for the control-plane namespace.
 	Client client.Client
 	// PKIClient reads and writes credentials in the PKI namespace, which the
 	// manager's cache does not cover.
 	PKIClient client.Client
-	Runtimes  *runtime.Clients
+	Runtimes  *remote.Clients
 	CA        *pki.CA
 	Recorder  events.EventRecorder
 	// Pause is the operator's pause policy (skip-reconciliation label and
@@ -148,7 +148,7 @@ func (r *AgentReconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ct
 
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+		if errors.Is(err, remote.ErrNoKubeconfigSecret) {
 			// The Secret's creation brings the Kyma back.
 			log.V(1).Info("No kubeconfig Secret for the runtime yet")
 			return next, nil
@@ -234,7 +234,7 @@ func (r *AgentReconciler) ensureCredentials(ctx context.Context, kyma *v1beta2.K
 // webhook fails open.
 func (r *AgentReconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) error {
 	if err := r.uninstall(ctx, kyma); err != nil {
-		if !errors.Is(err, runtime.ErrNoKubeconfigSecret) && !errors.Is(err, runtime.ErrInvalidKubeconfig) && !runtime.IsConnectionError(err) {
+		if !errors.Is(err, remote.ErrNoKubeconfigSecret) && !errors.Is(err, remote.ErrInvalidKubeconfig) && !remote.IsConnectionError(err) {
 			return err
 		}
 		ctrl.LoggerFrom(ctx).Info("Leaving the runtime watcher in an unreachable runtime", "error", err.Error())
@@ -279,7 +279,7 @@ func (r *AgentReconciler) uninstall(ctx context.Context, kyma *v1beta2.Kyma) err
 func (r *AgentReconciler) removeWebhook(ctx context.Context, kyma *v1beta2.Kyma) error {
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoKubeconfigSecret) {
+		if errors.Is(err, remote.ErrNoKubeconfigSecret) {
 			return nil
 		}
 		return err

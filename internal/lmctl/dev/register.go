@@ -10,7 +10,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/runtime"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
 // register registers a runtime the way a provisioner would: its kubeconfig
@@ -23,7 +23,7 @@ func register(ctx context.Context, c client.Client, namespace string, rt *runtim
 			Namespace: namespace,
 			Labels:    map[string]string{v1beta2.KymaNameLabel: rt.Name},
 		},
-		Data: map[string][]byte{runtime.KubeconfigKey: rt.kubeconfig},
+		Data: map[string][]byte{remote.KubeconfigKey: rt.kubeconfig},
 	}
 	if err := c.Create(ctx, secret); err != nil {
 		return fmt.Errorf("registering runtime %s: creating Secret %s: %w", rt.Name, secret.Name, err)

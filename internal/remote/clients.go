@@ -1,4 +1,4 @@
-// Package runtime gives the operator a client for each runtime, built from the
+// Package remote gives the operator a client for each runtime, built from the
 // runtime's kubeconfig Secret in the control plane.
 //
 // Building a client costs a TLS handshake and API discovery, so clients are
@@ -12,7 +12,7 @@
 // Every request to a runtime has a timeout, and Slots caps how many
 // reconciles work on one runtime at once, so that one slow runtime cannot
 // stall the others.
-package runtime
+package remote
 
 import (
 	"context"
