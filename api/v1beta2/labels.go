@@ -51,6 +51,37 @@ const (
 	// they are ever deleted by the catalog sync.
 	CatalogLabel = "operator.kyma-project.io/catalog"
 
+	// OwnedByAnnotation names the Manifest (namespace/name) whose content an
+	// object is, so that someone looking at an object in a runtime can find what
+	// put it there in the control plane.
+	OwnedByAnnotation = "operator.kyma-project.io/owned-by"
+
+	// AdoptAnnotation lets a module adopt an object: set to "true" on the object
+	// in the module's content, the module takes it over when it already exists
+	// in the runtime without any module's labels (the runtime owner's). Without
+	// it such an object is an ownership conflict and is never taken over.
+	AdoptAnnotation = "operator.kyma-project.io/adopt"
+
+	// AdoptedAnnotation is the operator's record, written on an object when a
+	// module adopted it rather than created it: on removal an adopted object is
+	// released (our labels taken off), never deleted. It is the operator's to
+	// write, so a module's content cannot set it.
+	AdoptedAnnotation = "operator.kyma-project.io/adopted"
+
+	// WatcherFinalizer guards a Kyma until the agent is removed from its runtime and its
+	// certificates from the control plane.
+	WatcherFinalizer = "operator.kyma-project.io/watcher"
+
+	// WatcherPausedLabel pauses reporting from a Kyma's runtime when set to "true" on
+	// the Kyma: the webhook configuration is removed there, and the Kyma is
+	// reconciled on the Kyma controller's own schedule only.
+	WatcherPausedLabel = "operator.kyma-project.io/watcher-paused"
+
+	// UnmanageAnnotation is set to "true" by the Kyma controller before it
+	// deletes a Manifest to say: stop managing the module and leave its resources
+	// in the runtime (module managed: false).
+	UnmanageAnnotation = "operator.kyma-project.io/unmanage"
+
 	// KymaFinalizer guards a Kyma until its modules are removed from the
 	// runtime. On the runtime's own Kyma it keeps the object until the
 	// operator has read what the runtime owner listed in it.

@@ -12,7 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 )
 
 func main() {

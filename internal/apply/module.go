@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 )
 
 // OwnershipFieldManager writes the operator's ownership records (the
@@ -145,7 +144,7 @@ func (a *Applier) markAdopted(ctx context.Context, obj *unstructured.Unstructure
 	live.SetNamespace(obj.GetNamespace())
 	live.SetName(obj.GetName())
 	patch := client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, transform.AdoptedAnnotation))
+		fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, v1beta2.AdoptedAnnotation))
 	if err := a.client.Patch(ctx, live, patch, client.FieldOwner(OwnershipFieldManager)); err != nil {
 		return fmt.Errorf("adopting %s: %w", describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()), err)
 	}
@@ -333,7 +332,7 @@ func (a *Applier) release(ctx context.Context, gvk schema.GroupVersionKind, live
 	labels := map[string]any{v1beta2.ManagedByLabel: nil, v1beta2.KymaNameLabel: nil, v1beta2.ModuleNameLabel: nil}
 	metadata := map[string]any{"labels": labels}
 	if forget {
-		metadata["annotations"] = map[string]any{transform.OwnedByAnnotation: nil, transform.AdoptedAnnotation: nil}
+		metadata["annotations"] = map[string]any{v1beta2.OwnedByAnnotation: nil, v1beta2.AdoptedAnnotation: nil}
 	}
 	body, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
@@ -349,7 +348,7 @@ func objectOf(obj *unstructured.Unstructured) Object {
 	gvk := obj.GroupVersionKind()
 	return Object{
 		Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Adopt: obj.GetAnnotations()[transform.AdoptAnnotation] == "true",
+		Adopt: obj.GetAnnotations()[v1beta2.AdoptAnnotation] == "true",
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 )
 
 // Owner is one module of one Kyma: whose objects a Manifest writes and
@@ -79,7 +78,7 @@ func ClaimFor(desired Object, live *metav1.ObjectMeta, owner Owner) (Claim, stri
 		return ClaimConflict, holderOf(live.Labels, owner)
 	}
 	// Not managed by this operator: the runtime owner's, or another tool's.
-	if live.Annotations[transform.OwnedByAnnotation] == owner.Manifest && owner.Manifest != "" {
+	if live.Annotations[v1beta2.OwnedByAnnotation] == owner.Manifest && owner.Manifest != "" {
 		return ClaimOwned, "" // released by this very Manifest, now managed again
 	}
 	if desired.Adopt {
@@ -151,7 +150,7 @@ func DisposalFor(r v1beta2.Resource, live *metav1.ObjectMeta, owner Owner) Dispo
 	if isNamespace(r) && (r.Name == owner.SyncNamespace || systemNamespaces[r.Name]) {
 		return DisposeRelease
 	}
-	if live.Annotations[transform.AdoptedAnnotation] == "true" {
+	if live.Annotations[v1beta2.AdoptedAnnotation] == "true" {
 		return DisposeRelease
 	}
 	return DisposeDelete
@@ -193,7 +192,7 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%d objects of the module exist and are not its own: %s. A module never takes over an object it did not create: "+
 		"remove or rename the object in the runtime or in the module, or, for an object of the runtime owner, "+
 		"allow adoption with the annotation %s: \"true\" on it in the module's content",
-		len(conflicts), strings.Join(named, ", "), transform.AdoptAnnotation)
+		len(conflicts), strings.Join(named, ", "), v1beta2.AdoptAnnotation)
 }
 
 // describe names an object for people: "Kind namespace/name", or

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 )
 
 var owner = Owner{Kyma: "kyma-1", Module: "first", Manifest: "kcp-system/kyma-1-first", SyncNamespace: "kyma-system"}
@@ -67,9 +66,9 @@ func TestClaimFor(t *testing.T) {
 		{name: "another module's is never adopted", desired: adoptable, live: meta(labelsOf("kyma-1", "second"), nil),
 			want: ClaimConflict, wantHolder: "module second's"},
 		{name: "released by this Manifest is taken back", desired: configMap,
-			live: meta(nil, map[string]string{transform.OwnedByAnnotation: "kcp-system/kyma-1-first"}), want: ClaimOwned},
+			live: meta(nil, map[string]string{v1beta2.OwnedByAnnotation: "kcp-system/kyma-1-first"}), want: ClaimOwned},
 		{name: "released by another Manifest is a conflict", desired: configMap,
-			live: meta(nil, map[string]string{transform.OwnedByAnnotation: "kcp-system/kyma-1-second"}),
+			live: meta(nil, map[string]string{v1beta2.OwnedByAnnotation: "kcp-system/kyma-1-second"}),
 			want: ClaimConflict, wantHolder: "not created by lifecycle-manager"},
 		{name: "sync namespace is used as it is even when absent", desired: syncNamespace, want: ClaimUseAsIs},
 		{name: "sync namespace is never taken back", desired: syncNamespace, live: meta(labelsOf("kyma-1", "first"), nil), want: ClaimUseAsIs},
@@ -103,7 +102,7 @@ func TestDisposalFor(t *testing.T) {
 		{name: "gone", resource: configMap, want: DisposeGone},
 		{name: "ours is deleted", resource: configMap, live: ours, want: DisposeDelete},
 		{name: "adopted is released", resource: configMap, live: &metav1.ObjectMeta{Labels: labelsOf("kyma-1", "first"),
-			Annotations: map[string]string{transform.AdoptedAnnotation: "true"}}, want: DisposeRelease},
+			Annotations: map[string]string{v1beta2.AdoptedAnnotation: "true"}}, want: DisposeRelease},
 		{name: "managed-by alone is not ours", resource: configMap, live: &metav1.ObjectMeta{Labels: map[string]string{v1beta2.ManagedByLabel: v1beta2.ManagedByValue}}, want: DisposeLeave},
 		{name: "another module's is left", resource: configMap, live: &metav1.ObjectMeta{Labels: labelsOf("kyma-1", "second")}, want: DisposeLeave},
 		{name: "runtime owner's is left", resource: configMap, live: &metav1.ObjectMeta{}, want: DisposeLeave},

@@ -18,11 +18,11 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // WatcherOptions configure the runtime watcher (SPEC R9): the listener, the
@@ -41,7 +41,7 @@ type WatcherOptions struct {
 	ListenerNames []string
 
 	// PKINamespace holds the CA and the runtimes' credentials; only the
-	// operator should be able to read it (docs/watcher.md).
+	// operator should be able to read it (docs/watcherctrl.md).
 	PKINamespace string
 	// CASecret names the CA's Secret in PKINamespace.
 	CASecret string
@@ -113,7 +113,7 @@ func DefaultWatcherOptions() WatcherOptions {
 // BindFlags registers the watcher's flags with their defaults.
 func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	*o = DefaultWatcherOptions()
-	fs.StringVar(&o.ListenerAddress, "listener-address", o.ListenerAddress, "HTTPS address of the runtime watcher's listener; 0 disables the runtime watcher.")
+	fs.StringVar(&o.ListenerAddress, "listener-address", o.ListenerAddress, "HTTPS address of the runtime watcher's listener; 0 disables the runtime watcherctrl.")
 	fs.StringVar(&o.ListenerURL, "listener-url", o.ListenerURL, "URL agents in runtimes reach the listener at (default https://<first listener name>:<port>).")
 	fs.Func("listener-names", "Comma-separated DNS names and IPs of the listener's certificate (default lifecycle-manager-listener.<namespace>.svc).", func(s string) error {
 		o.ListenerNames = strings.Split(s, ",")
@@ -256,34 +256,34 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	if err := mgr.Add(&listener.Fallback{
 		Reader: mgr.GetClient(), Namespace: opts.Namespace, Health: health,
 		Interval: w.FallbackInterval, Requeue: requeue,
-		Watched: func(k *v1beta2.Kyma) bool { return watcher.Reporting(k, policy, paused) },
+		Watched: func(k *v1beta2.Kyma) bool { return watcherctrl.Reporting(k, policy, paused) },
 	}); err != nil {
 		return watcherSources{}, err
 	}
 
-	if err := (&watcher.AgentReconciler{
+	if err := (&watcherctrl.AgentReconciler{
 		Client:    mgr.GetClient(),
 		PKIClient: pkiClient,
 		Runtimes:  runtimes,
 		CA:        ca,
 		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
 		Pause:     policy,
-		Options: watcher.AgentOptions{
+		Options: watcherctrl.AgentOptions{
 			Namespace: opts.Namespace, PKINamespace: w.PKINamespace, SyncNamespace: opts.SyncNamespace,
 			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
 			ListenerURL: w.ListenerURL, Image: w.AgentImage, LocalURL: w.LocalAgentURL,
 			Paused: paused, Resync: w.Resync,
 		},
-	}).SetupWithManager(mgr, watcher.SetupOptions{
+	}).SetupWithManager(mgr, watcherctrl.SetupOptions{
 		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,
 	}); err != nil {
 		return watcherSources{}, fmt.Errorf("setting up the watcher agent controller: %w", err)
 	}
-	if err := (&watcher.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&watcherctrl.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return watcherSources{}, fmt.Errorf("setting up the Watcher controller: %w", err)
 	}
 	if !w.NoDefaultWatcher {
-		if err := mgr.Add(watcher.CreateDefault(mgr.GetClient(), watcher.DefaultWatcher(opts.Namespace, int64(w.listenerPort())))); err != nil {
+		if err := mgr.Add(watcherctrl.CreateDefault(mgr.GetClient(), watcherctrl.DefaultWatcher(opts.Namespace, int64(w.listenerPort())))); err != nil {
 			return watcherSources{}, err
 		}
 	}

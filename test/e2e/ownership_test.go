@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
@@ -169,7 +168,7 @@ func TestOwnershipRuntimeOwnersObjectIsNotTakenOver(t *testing.T) {
 	k.createInRuntime(t, owners)
 
 	k.withModules(t, module(name))
-	k.eventuallyModuleConflict(t, name, "ConfigMap kyma-system/owners-settings (not created by lifecycle-manager)", transform.AdoptAnnotation)
+	k.eventuallyModuleConflict(t, name, "ConfigMap kyma-system/owners-settings (not created by lifecycle-manager)", v1beta2.AdoptAnnotation)
 	Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(env.kcpClient.List(ctx, events, client.InNamespace(kcpNamespace))).To(Succeed())
@@ -250,7 +249,7 @@ func TestOwnershipNamespaces(t *testing.T) {
 func TestOwnershipAdoptionAllowed(t *testing.T) {
 	RegisterTestingT(t)
 	const name = "adopter"
-	rawModule(t, name, configMapYAML("", "adoptee", "from", "module", transform.AdoptAnnotation+`: "true"`))
+	rawModule(t, name, configMapYAML("", "adoptee", "from", "module", v1beta2.AdoptAnnotation+`: "true"`))
 
 	k := newKyma(t)
 	owners := &corev1.ConfigMap{
@@ -266,7 +265,7 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 	Expect(adopted.UID).To(Equal(owners.UID), "adopted, not recreated")
 	Expect(adopted.Data).To(HaveKeyWithValue("from", "module"))
 	Expect(adopted.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, name))
-	Expect(adopted.Annotations).To(HaveKeyWithValue(transform.AdoptedAnnotation, "true"))
+	Expect(adopted.Annotations).To(HaveKeyWithValue(v1beta2.AdoptedAnnotation, "true"))
 
 	k.withModules(t)
 	k.eventuallyManifestGone(t, name)
@@ -274,8 +273,8 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 	Expect(k.inRuntime(released, "adoptee")).To(Succeed(), "an adopted object is released, not deleted")
 	Expect(released.UID).To(Equal(owners.UID))
 	Expect(released.Labels).To(Equal(map[string]string{"app": "owners"}))
-	Expect(released.Annotations).NotTo(HaveKey(transform.AdoptedAnnotation))
-	Expect(released.Annotations).NotTo(HaveKey(transform.OwnedByAnnotation))
+	Expect(released.Annotations).NotTo(HaveKey(v1beta2.AdoptedAnnotation))
+	Expect(released.Annotations).NotTo(HaveKey(v1beta2.OwnedByAnnotation))
 }
 
 // crdYAML defines kind (namespaced, v1, any fields) in the group

@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // BenchmarkReportLatency measures, over BENCH_CHANGES (default 100) edits of
@@ -133,7 +133,7 @@ func BenchmarkListenerThroughput(b *testing.B) {
 	for i, name := range names {
 		secret := &corev1.Secret{}
 		g.Eventually(func() error {
-			return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(name)}, secret)
+			return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(name)}, secret)
 		}, 5*time.Minute, 100*time.Millisecond).Should(Succeed())
 		clients[i] = reporter(g, secret.Data[pki.ClientCertKey], secret.Data[pki.ClientKeyKey], secret.Data[pki.CAKey])
 	}

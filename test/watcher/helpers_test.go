@@ -25,11 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 const (
@@ -175,7 +175,7 @@ func (k *watchedKyma) release(t testing.TB) {
 		g.Expect(apierrors.IsNotFound(env.rtClient.Get(ctx, client.ObjectKeyFromObject(obj), obj))).To(BeTrue(),
 			"%T %s is left in the runtime after its Kyma was deleted", obj, obj.GetName())
 	}
-	g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(k.name)}, &corev1.Secret{}))).
+	g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(k.name)}, &corev1.Secret{}))).
 		To(BeTrue(), "the runtime's credentials are left in the control plane")
 	g.Expect(env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
 	if k.stop != nil {
@@ -234,7 +234,7 @@ func (k *watchedKyma) failures(reason string) float64 {
 // them.
 func (k *watchedKyma) credentials(g Gomega) map[string][]byte {
 	secret := &corev1.Secret{}
-	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(k.name)}, secret)).To(Succeed())
+	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(k.name)}, secret)).To(Succeed())
 	return secret.Data
 }
 

@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 )
 
 // moduleWatcher watches the evolving module's ConfigMaps in runtimes.

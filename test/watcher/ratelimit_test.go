@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // A runtime owner takes the agent's client key (it is readable inside the
@@ -44,7 +44,7 @@ func TestFloodingRuntimeDoesNotHoldUpAnother(t *testing.T) {
 	defer func() { _ = env.kcpClient.Delete(ctx, flooding) }()
 	creds := &corev1.Secret{}
 	g.Eventually(func() error {
-		return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(flooding.Name)}, creds)
+		return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(flooding.Name)}, creds)
 	}, timeout, interval).Should(Succeed())
 	flooder := reporter(g, creds.Data[pki.ClientCertKey], creds.Data[pki.ClientKeyKey], creds.Data[pki.CAKey])
 

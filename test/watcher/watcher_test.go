@@ -19,12 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // A runtime owner edits the runtime's Kyma; the control-plane Kyma shows the
@@ -73,7 +73,7 @@ func TestWebhookConfigurationFollowsWatchers(t *testing.T) {
 		return out
 	}
 	byName := hooks(g)
-	kymas := byName[watcher.DefaultWatcherName+"."+kcpNamespace+".watcher.operator.kyma-project.io"]
+	kymas := byName[watcherctrl.DefaultWatcherName+"."+kcpNamespace+".watcher.operator.kyma-project.io"]
 	g.Expect(kymas.Rules).To(HaveLen(1))
 	g.Expect(kymas.Rules[0].Resources).To(Equal([]string{"kymas"}))
 	g.Expect(kymas.Rules[0].APIGroups).To(Equal([]string{v1beta2.GroupVersion.Group}))
@@ -81,7 +81,7 @@ func TestWebhookConfigurationFollowsWatchers(t *testing.T) {
 	g.Expect(*kymas.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
 	g.Expect(*kymas.SideEffects).To(Equal(admissionregistrationv1.SideEffectClassNoneOnDryRun))
 	g.Expect(*kymas.TimeoutSeconds).To(BeNumerically("<=", 5))
-	g.Expect(*kymas.ClientConfig.URL).To(Equal(k.agent.WebhookURL() + "/validate/" + watcher.DefaultWatcherName + "/spec"))
+	g.Expect(*kymas.ClientConfig.URL).To(Equal(k.agent.WebhookURL() + "/validate/" + watcherctrl.DefaultWatcherName + "/spec"))
 	// The runtime's own serving CA, not the watcher CA, vouches for the agent.
 	g.Expect(kymas.ClientConfig.CABundle).To(Equal(k.credentials(g)[pki.ServingCACertKey]))
 	g.Expect(byName).To(HaveKey(configMapWatcher + "." + kcpNamespace + ".watcher.operator.kyma-project.io"))
@@ -191,7 +191,7 @@ func TestAgentDeploymentInstalledAndRemoved(t *testing.T) {
 	g.Expect(env.rtClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: agent.DefaultServingSecret}, secret)).To(Succeed())
 	serving, err := pki.ParseCertificate(secret.Data[corev1.TLSCertKey])
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(serving.VerifyHostname("runtime-watcher." + ns + ".svc")).To(Succeed())
+	g.Expect(serving.VerifyHostname("runtime-watcherctrl." + ns + ".svc")).To(Succeed())
 
 	g.Expect(env.kcpClient.Delete(ctx, kyma)).To(Succeed())
 	g.Eventually(func() bool {
@@ -258,7 +258,7 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 	defer func() { _ = env.kcpClient.Delete(ctx, b) }()
 	// B's certificate exists; it is not A's to use.
 	g.Eventually(func() error {
-		return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(b.Name)}, &corev1.Secret{})
+		return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, &corev1.Secret{})
 	}, timeout, interval).Should(Succeed())
 
 	mismatches := counter(listener.Rejected.WithLabelValues(listener.ReasonRuntimeMismatch))
@@ -281,7 +281,7 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 	// Once its Kyma is gone, a runtime's certificate is good for nothing.
 	unknown := counter(listener.Rejected.WithLabelValues(listener.ReasonUnknownRuntime))
 	creds := &corev1.Secret{}
-	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(b.Name)}, creds)).To(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, creds)).To(Succeed())
 	bClient := reporter(g, creds.Data[pki.ClientCertKey], creds.Data[pki.ClientKeyKey], creds.Data[pki.CAKey])
 	code, _, err = post(bClient, reportFor(b.Name))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -293,7 +293,7 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 	}, timeout, interval).Should(Equal(http.StatusForbidden))
 	g.Expect(counter(listener.Rejected.WithLabelValues(listener.ReasonUnknownRuntime))).To(BeNumerically(">", unknown))
 	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(b.Name)}, &corev1.Secret{}))
+		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, &corev1.Secret{}))
 	}, timeout, interval).Should(BeTrue(), "B's credentials outlive its Kyma")
 }
 
@@ -361,7 +361,7 @@ func TestPausedRuntimeDoesNotReport(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			kyma := &v1beta2.Kyma{}
 			g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, kyma)).To(Succeed())
-			kyma.Labels[watcher.PausedLabel] = paused
+			kyma.Labels[v1beta2.WatcherPausedLabel] = paused
 			g.Expect(env.kcpClient.Update(ctx, kyma)).To(Succeed())
 		}, timeout, interval).Should(Succeed())
 	}
@@ -413,7 +413,7 @@ func TestPauseGroupLeavesRuntimeAlone(t *testing.T) {
 		Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: ns},
 	}
 	g.Expect(env.kcpClient.Create(ctx, kyma)).To(Succeed())
-	credentials := client.ObjectKey{Namespace: pkiNamespace, Name: watcher.CredentialsSecretName(name)}
+	credentials := client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(name)}
 
 	// The Kyma controller sees it (and marks it paused) ...
 	g.Eventually(func(g Gomega) {
@@ -424,12 +424,12 @@ func TestPauseGroupLeavesRuntimeAlone(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, credentials, &corev1.Secret{}))).To(BeTrue(), "certificates were issued")
 		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
-		g.Expect(kyma.Finalizers).NotTo(ContainElement(watcher.Finalizer))
+		g.Expect(kyma.Finalizers).NotTo(ContainElement(v1beta2.WatcherFinalizer))
 	}, 2*time.Second, interval).Should(Succeed())
 	g.Expect(apierrors.IsNotFound(env.rtClient.Get(ctx, client.ObjectKey{Name: "runtime-watcher-" + ns}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).
 		To(BeTrue(), "the watcher configured a paused runtime")
 
-	// Leaving the group, the runtime gets its watcher.
+	// Leaving the group, the runtime gets its watcherctrl.
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
 		delete(kyma.Labels, pausedGroupLabel)

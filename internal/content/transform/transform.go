@@ -9,23 +9,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
-// OwnedByAnnotation names the Manifest (namespace/name) whose content an
-// object is, so that someone looking at an object in a runtime can find what
-// put it there in the control plane.
-const OwnedByAnnotation = "operator.kyma-project.io/owned-by"
-
-// AdoptAnnotation lets a module adopt an object: set to "true" on the object
-// in the module's content, the module takes it over when it already exists
-// in the runtime without any module's labels (the runtime owner's). Without
-// it such an object is an ownership conflict and is never taken over.
-const AdoptAnnotation = "operator.kyma-project.io/adopt"
-
-// AdoptedAnnotation is the operator's record, written on an object when a
-// module adopted it rather than created it: on removal an adopted object is
-// released (our labels taken off), never deleted. It is the operator's to
-// write, so a module's content cannot set it.
-const AdoptedAnnotation = "operator.kyma-project.io/adopted"
-
 // Options say whose objects they are and where they go.
 type Options struct {
 	// KymaName and ModuleName end up in the ownership labels.
@@ -97,10 +80,10 @@ func markOwnership(obj *unstructured.Unstructured, opts Options) {
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[OwnedByAnnotation] = opts.Manifest.Namespace + "/" + opts.Manifest.Name
+	annotations[v1beta2.OwnedByAnnotation] = opts.Manifest.Namespace + "/" + opts.Manifest.Name
 	// Whether an object was adopted is decided in the runtime, not claimed
 	// by content: a module that could set it could keep its objects from
 	// ever being deleted, or mark an object as adopted that it created.
-	delete(annotations, AdoptedAnnotation)
+	delete(annotations, v1beta2.AdoptedAnnotation)
 	obj.SetAnnotations(annotations)
 }

@@ -145,9 +145,9 @@ func checkOwnership(t *testing.T, obj *unstructured.Unstructured, opts transform
 		}
 	}
 	annotations, _, err := unstructured.NestedStringMap(obj.Object, "metadata", "annotations")
-	if err != nil || annotations[transform.OwnedByAnnotation] != opts.Manifest.String() {
+	if err != nil || annotations[v1beta2.OwnedByAnnotation] != opts.Manifest.String() {
 		t.Fatalf("%s %q: annotation %s is %q (%v), want %q", obj.GetKind(), obj.GetName(),
-			transform.OwnedByAnnotation, annotations[transform.OwnedByAnnotation], err, opts.Manifest.String())
+			v1beta2.OwnedByAnnotation, annotations[v1beta2.OwnedByAnnotation], err, opts.Manifest.String())
 	}
 }
 

@@ -120,7 +120,7 @@ func TestObjectsMarkOwnership(t *testing.T) {
 	g := NewWithT(t)
 	labelled := object("v1", "ConfigMap", "", "a")
 	labelled.SetLabels(map[string]string{"app": "sample", v1beta2.ModuleNameLabel: "stale"})
-	labelled.SetAnnotations(map[string]string{"note": "kept", transform.AdoptAnnotation: "true", transform.AdoptedAnnotation: "true"})
+	labelled.SetAnnotations(map[string]string{"note": "kept", v1beta2.AdoptAnnotation: "true", v1beta2.AdoptedAnnotation: "true"})
 	objs := []*unstructured.Unstructured{labelled, object("v1", "Namespace", "", "b"), crd("Sample", "Namespaced")}
 
 	g.Expect(transform.Objects(objs, options())).To(Succeed())
@@ -129,12 +129,12 @@ func TestObjectsMarkOwnership(t *testing.T) {
 		g.Expect(o.GetLabels()).To(HaveKeyWithValue(v1beta2.ManagedByLabel, v1beta2.ManagedByValue), o.GetName())
 		g.Expect(o.GetLabels()).To(HaveKeyWithValue(v1beta2.KymaNameLabel, "kyma-1"), o.GetName())
 		g.Expect(o.GetLabels()).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, "sample"), o.GetName())
-		g.Expect(o.GetAnnotations()).To(HaveKeyWithValue(transform.OwnedByAnnotation, "kcp-system/kyma-1-sample"), o.GetName())
+		g.Expect(o.GetAnnotations()).To(HaveKeyWithValue(v1beta2.OwnedByAnnotation, "kcp-system/kyma-1-sample"), o.GetName())
 	}
 	g.Expect(labelled.GetLabels()).To(HaveKeyWithValue("app", "sample"))
 	g.Expect(labelled.GetAnnotations()).To(HaveKeyWithValue("note", "kept"))
-	g.Expect(labelled.GetAnnotations()).To(HaveKeyWithValue(transform.AdoptAnnotation, "true"), "the module's permission to adopt stays")
-	g.Expect(labelled.GetAnnotations()).NotTo(HaveKey(transform.AdoptedAnnotation), "content cannot claim an object was adopted")
+	g.Expect(labelled.GetAnnotations()).To(HaveKeyWithValue(v1beta2.AdoptAnnotation, "true"), "the module's permission to adopt stays")
+	g.Expect(labelled.GetAnnotations()).NotTo(HaveKey(v1beta2.AdoptedAnnotation), "content cannot claim an object was adopted")
 }
 
 func TestObjectsDebug(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -272,12 +271,12 @@ func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[str
 }
 
 func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *v1beta2.Manifest, unmanage bool) error {
-	if unmanage && m.Annotations[manifest.UnmanageAnnotation] != "true" {
+	if unmanage && m.Annotations[v1beta2.UnmanageAnnotation] != "true" {
 		patch := client.MergeFrom(m.DeepCopy())
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
-		m.Annotations[manifest.UnmanageAnnotation] = "true"
+		m.Annotations[v1beta2.UnmanageAnnotation] = "true"
 		if err := r.Patch(ctx, m, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}

@@ -29,11 +29,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
-// UnmanageAnnotation is set to "true" by the Kyma controller before it
-// deletes a Manifest to say: stop managing the module and leave its resources
-// in the runtime (module managed: false).
-const UnmanageAnnotation = "operator.kyma-project.io/unmanage"
-
 // Renderer turns a Manifest's content into the objects to apply, labelled and
 // namespaced for the runtime: objects that name no namespace go to
 // syncNamespace. namespaced answers whether a kind is namespaced in the
@@ -239,7 +234,7 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 
 	applier := apply.NewApplier(c, cluster.Mapper)
 	owner := r.owner(manifest)
-	if manifest.Annotations[UnmanageAnnotation] == "true" {
+	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, owner); err != nil {
 			setState(manifest, v1beta2.StateError, reasonDeleteFailed, err.Error())
 			return ctrl.Result{}, err

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
@@ -47,7 +46,7 @@ func newKyma(namespace string, rt *runtimeTarget, modules []string) *v1beta2.Kym
 		// No agent can run for it (see runtimeWatchers): reporting paused,
 		// the operator puts no agent into someone's cluster and does not
 		// count the runtime as silent.
-		kyma.Labels[watcher.PausedLabel] = "true"
+		kyma.Labels[v1beta2.WatcherPausedLabel] = "true"
 	}
 	for _, name := range modules {
 		// Managed and the policy are spelled out: a Go zero value would be

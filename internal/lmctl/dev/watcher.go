@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 )
 
 // runtimeWatchers are the session's runtime-watcher agents (SPEC R9), one

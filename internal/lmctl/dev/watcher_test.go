@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/watcher"
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 )
 
@@ -47,7 +47,7 @@ func TestAttachedRuntimesGetNoWatcher(t *testing.T) {
 			var paused []string
 			for _, rt := range tt.runtimes {
 				attached = attached || rt.Attached
-				if newKyma(Namespace, rt, nil).Labels[watcher.PausedLabel] == "true" {
+				if newKyma(Namespace, rt, nil).Labels[v1beta2.WatcherPausedLabel] == "true" {
 					paused = append(paused, rt.Name)
 				}
 			}

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // kymasByRuntime is the listener's view of the fleet in these tests.

@@ -1,4 +1,4 @@
-package watcher
+package controller
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func kymaChanged() predicate.Predicate {
 			if !e.ObjectNew.GetDeletionTimestamp().IsZero() {
 				return true
 			}
-			if !controllerutil.ContainsFinalizer(e.ObjectNew, Finalizer) {
+			if !controllerutil.ContainsFinalizer(e.ObjectNew, v1beta2.WatcherFinalizer) {
 				return true
 			}
 			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
 // ValidatePath is where the runtime's API server sends admission reviews:

@@ -39,7 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
 // Options configure a Listener.

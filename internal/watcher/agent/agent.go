@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
 // Default names of the agent's Secrets in its runtime namespace; the

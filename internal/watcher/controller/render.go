@@ -1,4 +1,4 @@
-package watcher
+package controller
 
 import (
 	"errors"
@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 // Names of the agent's resources in a runtime.

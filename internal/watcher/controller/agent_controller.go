@@ -1,4 +1,4 @@
-// Package watcher puts the runtime-watcher agent into every runtime (SPEC
+// Package controller puts the runtime-watcher agent into every runtime (SPEC
 // R9): for each Kyma it keeps the runtime's certificates (issued by the
 // watcher CA, rotated before expiry, in the control plane and in the
 // runtime), the agent's RBAC, Deployment and Service, and one webhook
@@ -6,7 +6,7 @@
 // with the Kyma, and removes the webhook configuration while reporting is
 // paused for the remote. It also keeps Watcher status and creates the
 // default Watcher.
-package watcher
+package controller
 
 import (
 	"context"
@@ -31,19 +31,10 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
-
-// Finalizer guards a Kyma until the agent is removed from its runtime and its
-// certificates from the control plane.
-const Finalizer = "operator.kyma-project.io/watcher"
-
-// PausedLabel pauses reporting from a Kyma's runtime when set to "true" on
-// the Kyma: the webhook configuration is removed there, and the Kyma is
-// reconciled on the Kyma controller's own schedule only.
-const PausedLabel = "operator.kyma-project.io/watcher-paused"
 
 // runtimeIDAnnotation records, on the control-plane credentials Secret, the
 // runtime id its client certificate was issued for. Runtime ids need not be
@@ -71,7 +62,7 @@ type AgentOptions struct {
 	// webhook calls it there and no Deployment or Service is rendered.
 	LocalURL func(*v1beta2.Kyma) string
 	// Paused selects Kymas whose reporting is paused, in addition to
-	// PausedLabel; nil selects none.
+	// v1beta2.WatcherPausedLabel; nil selects none.
 	Paused labels.Selector
 	// Resync is how often a runtime's agent resources are checked for drift.
 	Resync time.Duration
@@ -107,7 +98,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	if !kyma.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(kyma, Finalizer) {
+		if !controllerutil.ContainsFinalizer(kyma, v1beta2.WatcherFinalizer) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, r.finalize(ctx, kyma)
@@ -116,9 +107,9 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// All work on this runtime is paused, ours too.
 		return ctrl.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(kyma, Finalizer) {
+	if !controllerutil.ContainsFinalizer(kyma, v1beta2.WatcherFinalizer) {
 		patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(kyma, Finalizer)
+		controllerutil.AddFinalizer(kyma, v1beta2.WatcherFinalizer)
 		if err := r.Client.Patch(ctx, kyma, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
 		}
@@ -243,7 +234,7 @@ func (r *AgentReconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) erro
 		return err
 	}
 	patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(kyma, Finalizer)
+	controllerutil.RemoveFinalizer(kyma, v1beta2.WatcherFinalizer)
 	if err := r.Client.Patch(ctx, kyma, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
@@ -327,9 +318,9 @@ func (r *AgentReconciler) event(kyma *v1beta2.Kyma, eventType, reason, note stri
 }
 
 // Paused reports whether reporting is paused for the Kyma's runtime: by
-// PausedLabel or by the operator's selector of paused label groups.
+// v1beta2.WatcherPausedLabel or by the operator's selector of paused label groups.
 func Paused(kyma *v1beta2.Kyma, selector labels.Selector) bool {
-	if kyma.Labels[PausedLabel] == "true" {
+	if kyma.Labels[v1beta2.WatcherPausedLabel] == "true" {
 		return true
 	}
 	return selector != nil && !selector.Empty() && selector.Matches(labels.Set(kyma.Labels))

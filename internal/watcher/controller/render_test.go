@@ -1,4 +1,4 @@
-package watcher
+package controller
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 func testWatcher(name string, field v1beta2.FieldName, watchLabels map[string]string) v1beta2.Watcher {
@@ -173,8 +173,8 @@ func TestPaused(t *testing.T) {
 		want     bool
 	}{
 		{name: "no label", want: false},
-		{name: "paused label", labels: map[string]string{PausedLabel: "true"}, want: true},
-		{name: "paused label false", labels: map[string]string{PausedLabel: "false"}, want: false},
+		{name: "paused label", labels: map[string]string{v1beta2.WatcherPausedLabel: "true"}, want: true},
+		{name: "paused label false", labels: map[string]string{v1beta2.WatcherPausedLabel: "false"}, want: false},
 		{name: "paused group", labels: map[string]string{"region": "eu-1"}, selector: group, want: true},
 		{name: "other group", labels: map[string]string{"region": "us-1"}, selector: group, want: false},
 		{name: "empty selector pauses nothing", labels: map[string]string{"region": "eu-1"}, selector: labels.Everything(), want: false},
@@ -210,7 +210,7 @@ func TestReporting(t *testing.T) {
 		{name: "skip-reconciliation", labels: map[string]string{v1beta2.SkipReconciliationLabel: "true"}, want: false},
 		{name: "skip-reconciliation in capitals", labels: map[string]string{v1beta2.SkipReconciliationLabel: "TRUE"}, want: false},
 		{name: "the operator's pause group", labels: map[string]string{"region": "eu-1"}, want: false},
-		{name: "reporting paused by label", labels: map[string]string{PausedLabel: "true"}, want: false},
+		{name: "reporting paused by label", labels: map[string]string{v1beta2.WatcherPausedLabel: "true"}, want: false},
 		{name: "reporting paused by group", labels: map[string]string{"tier": "canary"}, want: false},
 	}
 	for _, tt := range tests {

@@ -17,7 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/runtime-fleet/lifecycle-manager/internal/listener/report"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
 // sender delivers reports to the listener at least once, within bounds: a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runtime-fleet/lifecycle-manager/internal/pki"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
 var policy = pki.RuntimePolicy{
