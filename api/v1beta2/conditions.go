@@ -1,0 +1,36 @@
+package v1beta2
+
+// Condition types every kind of this API carries in status.conditions. They
+// follow kstatus (sigs.k8s.io/cli-utils/pkg/kstatus): Ready is the summary
+// that `kubectl wait --for=condition=Ready` and health checks read;
+// Reconciling and Stalled are "abnormal-true": present and True only while
+// the operator is working on the object, or has given up until an input
+// changes. status.state (Ready, Processing, Error, Deleting, Warning) is
+// derived from them, for KLM compatibility.
+const (
+	// ConditionReady is True when the object is in its desired state.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the operator works towards the
+	// desired state: progressing, waiting for something, or retrying after
+	// a transient failure (reason ProgressingWithRetry).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the operator cannot make progress
+	// without a change of its inputs; nothing is retried until one changes.
+	ConditionStalled = "Stalled"
+)
+
+// Reasons of the Reconciling condition shared by every kind.
+const (
+	// ReasonProgressing: the operator is working towards the desired state.
+	ReasonProgressing = "Progressing"
+	// ReasonProgressingWithRetry: the last attempt failed with an error the
+	// operator retries by itself, with backoff.
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	// ReasonDeleting: the object is being deleted and the operator is
+	// removing what it installed.
+	ReasonDeleting = "Deleting"
+)
+
+// ReasonWarning is the reason of a Ready=True condition whose object works
+// with a warning the message names; status.state is then Warning.
+const ReasonWarning = "Warning"

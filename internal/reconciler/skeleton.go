@@ -1,0 +1,166 @@
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+)
+
+// Phases is what a controller brings to the skeleton: its finalizer, its
+// pause rule, and two phases, one for an object being deleted and one for
+// the rest. Each phase changes only the object's status in memory and says
+// how it ended; Run records and patches.
+type Phases[T client.Object] struct {
+	// Controller names the controller in metrics.
+	Controller string
+	// Finalizer guards the object until Delete returns Done; empty means
+	// the kind has none (Delete is then never called).
+	Finalizer string
+	// Gate, when set, admits the reconcile: a positive wait means "busy,
+	// requeue after wait" (nothing is recorded), otherwise release is
+	// called when the reconcile ends. Used for the per-runtime worker cap.
+	Gate func(ctx context.Context, obj T) (release func(), wait time.Duration)
+	// Deadline bounds the phases (not the final patch, so that the outcome
+	// of a reconcile that ran out of time is still recorded); zero means
+	// none.
+	Deadline time.Duration
+	// Paused reports whether the object must be left alone; a paused object
+	// is still deleted when it is being deleted. OnPaused records that in
+	// status. Both optional.
+	Paused   func(obj T) bool
+	OnPaused func(obj T)
+	// Delete removes what the object put in place. Done lets it go.
+	Delete func(ctx context.Context, obj T) Outcome
+	// Reconcile brings the object to its desired state.
+	Reconcile func(ctx context.Context, obj T) Outcome
+	// Record writes an outcome into the object's status (see Record).
+	Record func(obj T, o Outcome)
+	// Status returns the object's status, to tell whether it changed.
+	Status func(obj T) any
+	// Events reports the raw errors of failed outcomes; optional.
+	Events *Events
+}
+
+// Run drives one reconcile of obj, which the caller has just read: gate and
+// deadline; deletion (even when paused), else pause, else the finalizer;
+// one phase; one status patch, made only when the status changed and with
+// an optimistic lock, so that an object that changed meanwhile is
+// reconciled again instead of overwritten.
+func Run[T client.Object](ctx context.Context, c client.Client, obj T, p Phases[T]) (ctrl.Result, error) {
+	if p.Gate != nil {
+		release, wait := p.Gate(ctx, obj)
+		if wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		defer release()
+	}
+	phaseCtx, cancel := ctx, context.CancelFunc(func() {})
+	if p.Deadline > 0 {
+		phaseCtx, cancel = context.WithTimeout(ctx, p.Deadline)
+	}
+	defer cancel()
+
+	o := p.run(ctx, phaseCtx, c, obj)
+	result, err := o.Result()
+	metrics.CountRequeue(p.Controller, o.metricState(), err)
+	return result, err
+}
+
+func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Outcome {
+	deleting := !obj.GetDeletionTimestamp().IsZero()
+	switch {
+	case deleting && (p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer)):
+		return Done()
+	case deleting:
+		base := obj.DeepCopyObject().(T)
+		o := p.Delete(phaseCtx, obj)
+		if o.Kind == KindDone {
+			return removeFinalizer(ctx, c, obj, p.Finalizer)
+		}
+		return p.finish(ctx, c, base, obj, o)
+	case p.Paused != nil && p.Paused(obj):
+		base := obj.DeepCopyObject().(T)
+		if p.OnPaused != nil {
+			p.OnPaused(obj)
+		}
+		if o := p.patchStatus(ctx, c, base, obj); o.Kind == KindConflict {
+			return o
+		}
+		return Outcome{Kind: KindPaused}
+	}
+	if p.Finalizer != "" && !controllerutil.ContainsFinalizer(obj, p.Finalizer) {
+		if o := addFinalizer(ctx, c, obj, p.Finalizer); o.Kind != KindDone {
+			return o
+		}
+	}
+	base := obj.DeepCopyObject().(T)
+	return p.finish(ctx, c, base, obj, p.Reconcile(phaseCtx, obj))
+}
+
+// finish records o in obj's status, reports its error as an event, and
+// patches the status. A conflict on the patch wins over o: the object is
+// looked at again with what changed.
+func (p Phases[T]) finish(ctx context.Context, c client.Client, base, obj T, o Outcome) Outcome {
+	if !o.Records() {
+		return o
+	}
+	p.Record(obj, o)
+	if o.Err != nil && p.Events != nil {
+		p.Events.Warn(obj, o.Reason, o.Err)
+	}
+	if patched := p.patchStatus(ctx, c, base, obj); patched.Kind == KindConflict || patched.Kind == KindRetry {
+		return patched
+	}
+	return o
+}
+
+// patchStatus writes obj's status as a merge patch from base, only when it
+// changed, with base's resourceVersion as an optimistic lock.
+func (p Phases[T]) patchStatus(ctx context.Context, c client.Client, base, obj T) Outcome {
+	if equality.Semantic.DeepEqual(p.Status(base), p.Status(obj)) {
+		return Done()
+	}
+	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return Done()
+	case apierrors.IsConflict(err):
+		return Conflict(err)
+	default:
+		return Retry("StatusPatchFailed", "Writing the status failed", err)
+	}
+}
+
+// addFinalizer and removeFinalizer patch metadata.finalizers with an
+// optimistic lock: a plain merge patch of the list would drop a finalizer
+// another controller added meanwhile.
+func addFinalizer[T client.Object](ctx context.Context, c client.Client, obj T, finalizer string) Outcome {
+	base := obj.DeepCopyObject().(T)
+	controllerutil.AddFinalizer(obj, finalizer)
+	return patchFinalizers(ctx, c, base, obj)
+}
+
+func removeFinalizer[T client.Object](ctx context.Context, c client.Client, obj T, finalizer string) Outcome {
+	base := obj.DeepCopyObject().(T)
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	return patchFinalizers(ctx, c, base, obj)
+}
+
+func patchFinalizers[T client.Object](ctx context.Context, c client.Client, base, obj T) Outcome {
+	err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return Done()
+	case apierrors.IsConflict(err):
+		return Conflict(err)
+	default:
+		return Retry("FinalizerPatchFailed", "Updating the finalizers failed", err)
+	}
+}
