@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,12 +116,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := opts.complete(); err != nil {
 		return err
 	}
-	out := opts.Out
-
-	if err := ensureBinaries(ctx, out, opts.TTY); err != nil {
+	if err := ensureBinaries(ctx, opts.Out, opts.TTY); err != nil {
 		return err
 	}
-	start := time.Now()
+	s := &session{opts: opts, out: opts.Out, start: time.Now()}
 
 	dir, err := newStateDir(opts.Dir)
 	if err != nil {
@@ -130,116 +127,149 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer func() {
 		if opts.Keep {
-			fmt.Fprintf(out, "Kept %s (--keep).\n", dir.path)
+			fmt.Fprintf(s.out, "Kept %s (--keep).\n", dir.path)
 			return
 		}
 		err = errors.Join(err, dir.remove())
 	}()
+	defer func() { err = errors.Join(err, s.stop()) }()
 
+	w, env, intervals, err := s.bringUp(ctx, dir)
+	if err != nil {
+		return err
+	}
+	return s.serve(ctx, w, env, intervals)
+}
+
+// session is one run of lmctl dev: what it started, stopped in reverse
+// order when it ends.
+type session struct {
+	opts  Options
+	out   io.Writer
+	start time.Time
+	// stops run last first: the agents before the operator, the operator
+	// before the clusters, so that nothing spends its last seconds failing
+	// to reach what already stopped.
+	stops []func() error
+}
+
+func (s *session) onStop(stop func() error) { s.stops = append(s.stops, stop) }
+
+func (s *session) stop() error {
+	if len(s.stops) == 0 {
+		return nil
+	}
+	stopping := time.Now()
+	fmt.Fprintln(s.out, "Stopping the operator and the clusters ...")
+	var err error
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		err = errors.Join(err, s.stops[i]())
+	}
+	fmt.Fprintf(s.out, "Stopped in %s.\n", formatElapsed(time.Since(stopping)))
+	return err
+}
+
+// bringUp starts the clusters, the registry with the sample catalog, the
+// agents, the operator and the runtimes' Kymas.
+func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environment, requeue.Intervals, error) {
 	logFile, err := logToFile(dir.file("operator.log"))
 	if err != nil {
-		return err
+		return nil, Environment{}, requeue.Intervals{}, err
 	}
-
-	fmt.Fprintf(out, "Starting a control plane and %s (state in %s) ...\n", describeRuntimes(opts), dir.path)
-	cl, err := startClusters(ctx, dir, opts.Runtimes, opts.RuntimeKubeconfigs, opts.Keep)
+	cl, kcpClient, registry, err := s.startClustersAndCatalog(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("starting clusters: %w", err)
+		return nil, Environment{}, requeue.Intervals{}, err
 	}
-	var stopping time.Time
-	announceStop := sync.OnceFunc(func() {
-		stopping = time.Now()
-		fmt.Fprintln(out, "Stopping the operator and the clusters ...")
-	})
-	defer func() {
-		announceStop()
-		err = errors.Join(err, cl.stop())
-		fmt.Fprintf(out, "Stopped in %s.\n", formatElapsed(time.Since(stopping)))
-	}()
-	fmt.Fprintf(out, "Clusters are up after %s.\n", formatElapsed(time.Since(start)))
-
-	kcpClient, err := prepareControlPlane(ctx, cl)
-	if err != nil {
-		return err
-	}
-	registry := testregistry.Start()
-	defer registry.Close()
-	if err := publishCatalog(ctx, kcpClient, registry.Host(), Namespace, opts.BrokenModule); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "Published the sample modules to the registry at %s.\n", registry.Host())
-
 	env := Environment{
 		Dir:           dir.path,
 		KCPKubeconfig: dir.file("kcp.kubeconfig"),
 		Namespace:     Namespace,
-		Registry:      registry.Host(),
+		Registry:      registry,
 		OperatorLog:   logFile.Name(),
 		PID:           os.Getpid(),
 	}
-	intervals := devIntervals(len(opts.RuntimeKubeconfigs) > 0)
+	intervals := devIntervals(len(s.opts.RuntimeKubeconfigs) > 0)
 	watchers, err := newRuntimeWatchers(ctx, logFile)
 	if err != nil {
-		return err
+		return nil, Environment{}, requeue.Intervals{}, err
 	}
-	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry.Host(), intervals, watchers, logFile)
+	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry, intervals, watchers, logFile)
 	if err != nil {
 		watchers.stop()
-		return err
+		return nil, Environment{}, requeue.Intervals{}, err
 	}
-	// Stopped before the clusters (defers run in reverse), so that it does
-	// not spend its last seconds failing to reach them.
-	defer func() {
-		announceStop()
-		err = errors.Join(err, op.stop())
-	}()
-	// The agents stop first: nothing is reported to a stopping operator.
-	defer func() {
-		announceStop()
-		watchers.stop()
-	}()
+	s.onStop(op.stop)
+	s.onStop(func() error { watchers.stop(); return nil })
 
 	sampleCtx, stopSamples := context.WithCancel(ctx)
-	defer stopSamples()
+	s.onStop(func() error { stopSamples(); return nil })
 	for _, rt := range cl.runtimes {
-		if err := startRuntime(ctx, sampleCtx, kcpClient, rt, opts.Modules, watchers); err != nil {
-			return err
+		if err := startRuntime(ctx, sampleCtx, kcpClient, rt, s.opts.Modules, watchers); err != nil {
+			return nil, Environment{}, requeue.Intervals{}, err
 		}
 		env.Runtimes = append(env.Runtimes, EnvironmentRuntime{
-			Name: rt.Name, RuntimeID: rt.ID, Kubeconfig: rt.KubeconfigPath, Attached: rt.Attached, Modules: opts.Modules,
+			Name: rt.Name, RuntimeID: rt.ID, Kubeconfig: rt.KubeconfigPath, Attached: rt.Attached, Modules: s.opts.Modules,
 		})
 	}
-	fmt.Fprintf(out, "Registered %s with modules %s; the operator logs to %s.\n",
-		plural(len(cl.runtimes), "runtime"), strings.Join(opts.Modules, ", "), env.OperatorLog)
-	describeWatchers(out, cl.runtimes, watchers, intervals)
-	fmt.Fprintln(out)
+	fmt.Fprintf(s.out, "Registered %s with modules %s; the operator logs to %s.\n",
+		plural(len(cl.runtimes), "runtime"), strings.Join(s.opts.Modules, ", "), env.OperatorLog)
+	describeWatchers(s.out, cl.runtimes, watchers, intervals)
+	fmt.Fprintln(s.out)
+	return &watch{opts: s.opts, client: kcpClient, op: op, start: s.start, tracker: newTracker()}, env, intervals, nil
+}
 
-	w := &watch{opts: opts, client: kcpClient, op: op, start: start, tracker: newTracker()}
+// startClustersAndCatalog starts the control plane and the runtimes, and
+// the registry with the sample modules published; it returns the
+// registry's host.
+func (s *session) startClustersAndCatalog(ctx context.Context, dir *stateDir) (*clusters, client.Client, string, error) {
+	fmt.Fprintf(s.out, "Starting a control plane and %s (state in %s) ...\n", describeRuntimes(s.opts), dir.path)
+	cl, err := startClusters(ctx, dir, s.opts.Runtimes, s.opts.RuntimeKubeconfigs, s.opts.Keep)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("starting clusters: %w", err)
+	}
+	s.onStop(cl.stop)
+	fmt.Fprintf(s.out, "Clusters are up after %s.\n", formatElapsed(time.Since(s.start)))
+
+	kcpClient, err := prepareControlPlane(ctx, cl)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	registry := testregistry.Start()
+	s.onStop(func() error { registry.Close(); return nil })
+	if err := publishCatalog(ctx, kcpClient, registry.Host(), Namespace, s.opts.BrokenModule); err != nil {
+		return nil, nil, "", err
+	}
+	fmt.Fprintf(s.out, "Published the sample modules to the registry at %s.\n", registry.Host())
+	return cl, kcpClient, registry.Host(), nil
+}
+
+// serve waits until the fleet is Ready, prints the tour, and follows it
+// until Ctrl-C (or returns at once with --exit-when-ready).
+func (s *session) serve(ctx context.Context, w *watch, env Environment, intervals requeue.Intervals) error {
 	fleet, err := w.untilReady(ctx)
 	if err != nil {
-		if ctx.Err() != nil && !opts.ExitWhenReady {
-			fmt.Fprintln(out)
+		if ctx.Err() != nil && !s.opts.ExitWhenReady {
+			fmt.Fprintln(s.out)
 			return nil // Ctrl-C before Ready: the user is done
 		}
 		return err
 	}
 	ready, total := fleet.ModuleCounts()
-	fmt.Fprintf(out, "\nAll Ready: %s, %d/%d modules, %s after start.\n", plural(len(fleet.Runtimes), "runtime"), ready, total, formatElapsed(time.Since(start)))
-	if opts.ExitWhenReady {
+	fmt.Fprintf(s.out, "\nAll Ready: %s, %d/%d modules, %s after start.\n", plural(len(fleet.Runtimes), "runtime"), ready, total, formatElapsed(time.Since(s.start)))
+	if s.opts.ExitWhenReady {
 		return nil
 	}
-
-	if opts.ReadyFile != "" {
-		if err := writeReadyFile(opts.ReadyFile, env); err != nil {
+	if s.opts.ReadyFile != "" {
+		if err := writeReadyFile(s.opts.ReadyFile, env); err != nil {
 			return err
 		}
-		defer os.Remove(opts.ReadyFile)
+		defer os.Remove(s.opts.ReadyFile)
 	}
-	printTour(out, env, opts.Modules, opts.Keep, intervals.Ready)
+	printTour(s.out, env, s.opts.Modules, s.opts.Keep, intervals.Ready)
 	if err := w.follow(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintln(out)
+	fmt.Fprintln(s.out)
 	return nil
 }
 
