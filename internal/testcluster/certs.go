@@ -39,17 +39,12 @@ type clusterCerts struct {
 // writeCerts generates the cluster's PKI into dir. ECDSA P-256 keys keep generation in the
 // millisecond range, which matters when many clusters start in one test binary.
 func writeCerts(dir string) (*clusterCerts, error) {
-	caKey, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	caTemplate := &x509.Certificate{
+	caDER, caKey, err := issue(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "testcluster-ca"},
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	caDER, err := sign(caTemplate, caKey, nil, nil)
+	}, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CA certificate: %w", err)
 	}
@@ -57,12 +52,7 @@ func writeCerts(dir string) (*clusterCerts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the CA certificate: %w", err)
 	}
-
-	servingKey, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	servingDER, err := sign(&x509.Certificate{
+	servingDER, servingKey, err := issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -71,24 +61,18 @@ func writeCerts(dir string) (*clusterCerts, error) {
 			"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
 		},
-	}, servingKey, ca, caKey)
+	}, ca, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating the API server serving certificate: %w", err)
 	}
-
-	adminKey, err := newKey()
-	if err != nil {
-		return nil, err
-	}
-	adminDER, err := sign(&x509.Certificate{
+	adminDER, adminKey, err := issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, adminKey, ca, caKey)
+	}, ca, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("creating the admin client certificate: %w", err)
 	}
-
 	saKey, err := newKey()
 	if err != nil {
 		return nil, err
@@ -106,19 +90,35 @@ func writeCerts(dir string) (*clusterCerts, error) {
 	if c.adminKey, err = keyPEM(adminKey); err != nil {
 		return nil, err
 	}
+	return c, c.writeFiles(servingDER, servingKey, saKey)
+}
+
+// issue makes a key and a certificate for it from template, signed by
+// parent (self-signed when parent is nil).
+func issue(template, parent *x509.Certificate, parentKey crypto.Signer) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := newKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := sign(template, key, parent, parentKey)
+	return der, key, err
+}
+
+// writeFiles writes what the kube-apiserver reads: the CA, its serving
+// certificate and key, and the service-account key pair.
+func (c *clusterCerts) writeFiles(servingDER []byte, servingKey, saKey *ecdsa.PrivateKey) error {
 	servingKeyPEM, err := keyPEM(servingKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	saKeyPEM, err := keyPEM(saKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	saPubDER, err := x509.MarshalPKIXPublicKey(saKey.Public())
 	if err != nil {
-		return nil, fmt.Errorf("encoding the service-account public key: %w", err)
+		return fmt.Errorf("encoding the service-account public key: %w", err)
 	}
-
 	files := map[string][]byte{
 		c.caCertFile:       c.caCert,
 		c.servingCertFile:  pemBlock("CERTIFICATE", servingDER),
@@ -128,10 +128,10 @@ func writeCerts(dir string) (*clusterCerts, error) {
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", path, err)
+			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 func newKey() (*ecdsa.PrivateKey, error) {
