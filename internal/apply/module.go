@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -285,20 +287,40 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 	return nil
 }
 
-// removalOrder deletes in reverse apply order (workloads before the CRDs and
-// RBAC they use), Namespaces last, so that a Namespace is judged when the
-// module's own objects in it are gone.
+// removalOrder deletes custom resources of the module's own CRDs first,
+// while the module's operator (among the rest) can still finalize them; then
+// the rest in reverse apply order (workloads before the RBAC they use); then
+// Namespaces, so that a Namespace is judged when the module's own objects in
+// it are gone; and CRDs last, since deleting a CRD deletes every resource of
+// it. The inventory keeps content order, which may list a custom resource
+// before its CRD.
 func removalOrder(resources []v1beta2.Resource) []v1beta2.Resource {
-	ordered := make([]v1beta2.Resource, 0, len(resources))
-	var namespaces []v1beta2.Resource
-	for _, r := range slices.Backward(resources) {
-		if isNamespace(r) {
-			namespaces = append(namespaces, r)
-			continue
+	crdGroups := map[string]bool{}
+	for _, r := range resources {
+		if isCRD(r) {
+			if _, group, ok := strings.Cut(r.Name, "."); ok { // a CRD is named <plural>.<group>
+				crdGroups[group] = true
+			}
 		}
-		ordered = append(ordered, r)
 	}
-	return append(ordered, namespaces...)
+	var customResources, rest, namespaces, crds []v1beta2.Resource
+	for _, r := range slices.Backward(resources) {
+		switch {
+		case isCRD(r):
+			crds = append(crds, r)
+		case isNamespace(r):
+			namespaces = append(namespaces, r)
+		case crdGroups[r.Group]:
+			customResources = append(customResources, r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	return slices.Concat(customResources, rest, namespaces, crds)
+}
+
+func isCRD(r v1beta2.Resource) bool {
+	return r.Group == apiextensionsv1.GroupName && r.Kind == "CustomResourceDefinition"
 }
 
 // ReleaseModule takes our labels off those of a module's objects that are
