@@ -193,10 +193,10 @@ func noOwnershipLabels() OmegaMatcher {
 	)
 }
 
-// resource is an inventory entry.
-func resource(group, version, kind, namespace, name string) v1beta2.Resource {
+// resource is an inventory entry (every kind here is served at v1).
+func resource(group, kind, namespace, name string) v1beta2.Resource {
 	return v1beta2.Resource{
-		GroupVersionKind: metav1.GroupVersionKind{Group: group, Version: version, Kind: kind},
+		GroupVersionKind: metav1.GroupVersionKind{Group: group, Version: "v1", Kind: kind},
 		Namespace:        namespace,
 		Name:             name,
 	}

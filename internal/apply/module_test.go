@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -61,10 +62,10 @@ func TestApplyModuleCreatesOwnedObjectsInStages(t *testing.T) {
 	g.Expect(first.Adopted).To(BeEmpty())
 	g.Expect(first.UsedAsIs).To(BeEmpty())
 	g.Expect(first.Inventory).To(Equal([]v1beta2.Resource{
-		resource(m.group, "v1", "Widget", own, "w"),
-		resource("", "v1", "ConfigMap", own, "settings"),
-		resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "", "widgets."+m.group),
-		resource("", "v1", "Namespace", "", own),
+		resource(m.group, "Widget", own, "w"),
+		resource("", "ConfigMap", own, "settings"),
+		resource("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets."+m.group),
+		resource("", "Namespace", "", own),
 	}), "the inventory lists every applied object, in content order, with the namespace the API server has")
 
 	versions := map[string]string{}
@@ -154,7 +155,7 @@ func TestApplyModuleAdoptsWhenAllowed(t *testing.T) {
 	result, err := applier().ApplyModule(ctx, m.content(t, docs...), m.owner, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Adopted).To(Equal([]string{"ConfigMap " + m.namespace + "/adoptable"}))
-	g.Expect(result.Inventory).To(Equal([]v1beta2.Resource{resource("", "v1", "ConfigMap", m.namespace, "adoptable")}))
+	g.Expect(result.Inventory).To(Equal([]v1beta2.Resource{resource("", "ConfigMap", m.namespace, "adoptable")}))
 	got := &corev1.ConfigMap{}
 	g.Expect(runtimeClient.Get(ctx, client.ObjectKeyFromObject(existing), got)).To(Succeed())
 	g.Expect(got.UID).To(Equal(existing.UID), "adopted, not replaced")
@@ -203,8 +204,8 @@ func TestApplyModuleUsesExistingNamespacesAsIs(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.UsedAsIs).To(ConsistOf("Namespace "+m.namespace, "Namespace "+usersNamespace.Name))
 	g.Expect(result.Inventory).To(Equal([]v1beta2.Resource{
-		resource("", "v1", "ConfigMap", m.namespace, "a"),
-		resource("", "v1", "ConfigMap", usersNamespace.Name, "b"),
+		resource("", "ConfigMap", m.namespace, "a"),
+		resource("", "ConfigMap", usersNamespace.Name, "b"),
 	}), "a Namespace used as it is is not the module's")
 	for _, ns := range []*corev1.Namespace{syncNamespace, usersNamespace} {
 		got := live(g, "v1", "Namespace", "", ns.Name)
@@ -218,9 +219,9 @@ func TestApplyModuleUsesExistingNamespacesAsIs(t *testing.T) {
 		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: m.owner.Kyma, v1beta2.ModuleNameLabel: m.owner.Module,
 	}
 	g.Expect(runtimeClient.Patch(ctx, labelled, client.MergeFrom(syncNamespace))).To(Succeed())
-	inventory := append(result.Inventory,
-		resource("", "v1", "Namespace", "", m.namespace),
-		resource("", "v1", "Namespace", "", usersNamespace.Name))
+	inventory := append(slices.Clone(result.Inventory),
+		resource("", "Namespace", "", m.namespace),
+		resource("", "Namespace", "", usersNamespace.Name))
 	removal, err := applier().RemoveModule(ctx, inventory, apply.RemoveOptions{Owner: m.owner})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(removal.Kept).To(BeEmpty())

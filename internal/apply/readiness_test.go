@@ -135,8 +135,8 @@ func TestCustomResourcesOf(t *testing.T) {
 
 	found, err := apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
-	usersEntry := resource(m.group, "v1", "Widget", m.namespace, "a-users")
-	ours := resource(m.group, "v1", "Widget", m.namespace, "ours")
+	usersEntry := resource(m.group, "Widget", m.namespace, "a-users")
+	ours := resource(m.group, "Widget", m.namespace, "ours")
 	g.Expect(found).To(Equal([]v1beta2.Resource{usersEntry, ours}), "every custom resource of the module's CRDs, sorted")
 
 	in, out := apply.InInventory(found, applied.Inventory)
@@ -150,6 +150,6 @@ func TestCustomResourcesOf(t *testing.T) {
 
 	g.Expect(apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory[2:])).To(BeEmpty(), "an inventory without CRDs has none")
 	g.Expect(apply.CustomResourcesOf(ctx, runtimeClient, []v1beta2.Resource{
-		resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "", "gone."+m.group),
+		resource("apiextensions.k8s.io", "CustomResourceDefinition", "", "gone."+m.group),
 	})).To(BeEmpty(), "a CRD that is gone has none")
 }

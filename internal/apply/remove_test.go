@@ -173,7 +173,7 @@ func TestRemoveModuleNamespaceWaitsForOtherModules(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(asked).To(ConsistOf(free, inUse, leaving))
 	g.Expect(removal.Waiting).To(Equal([]string{leaving}))
-	g.Expect(removal.Kept).To(Equal([]v1beta2.Resource{resource("", "v1", "Namespace", "", leaving)}), "a waiting Namespace stays in the inventory")
+	g.Expect(removal.Kept).To(Equal([]v1beta2.Resource{resource("", "Namespace", "", leaving)}), "a waiting Namespace stays in the inventory")
 	g.Expect(removal.Released).To(Equal([]string{"Namespace " + inUse}))
 
 	g.Expect(live(g, "v1", "Namespace", "", free).DeletionTimestamp).NotTo(BeNil(), "a Namespace nobody else uses is deleted")
@@ -206,7 +206,7 @@ func TestReleaseModuleKeepsObjectsWithoutLabels(t *testing.T) {
 	}}}
 	g.Expect(runtimeClient.Create(ctx, others)).To(Succeed())
 
-	list := append(slices.Clone(applied.Inventory), resource("", "v1", "ConfigMap", m.namespace, "others"))
+	list := append(slices.Clone(applied.Inventory), resource("", "ConfigMap", m.namespace, "others"))
 	g.Expect(applier().ReleaseModule(ctx, list, m.owner)).To(Succeed())
 	for _, name := range []string{"a", "b"} {
 		got := live(g, "v1", "ConfigMap", m.namespace, name)

@@ -106,7 +106,7 @@ func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
 	// The status as the previous reconcile stored it, an hour ago: a
 	// timestamp set again now would differ from it.
 	anHourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	kyma.Status.LastOperation.LastUpdateTime = anHourAgo
+	kyma.Status.LastUpdateTime = anHourAgo
 	for i := range kyma.Status.Conditions {
 		kyma.Status.Conditions[i].LastTransitionTime = anHourAgo
 	}
