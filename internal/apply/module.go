@@ -179,8 +179,9 @@ type RemoveOptions struct {
 
 // Removal is what removing objects did.
 type Removal struct {
-	// Kept are still there and stay in the inventory: deleting failed, or a
-	// Namespace waits for other modules to leave it.
+	// Kept are still there and stay in the inventory: deleting failed, a
+	// Namespace waits for other modules to leave it, or a CRD for its
+	// custom resources to go.
 	Kept []v1beta2.Resource
 	// Waiting names the Namespaces kept for other modules.
 	Waiting []string
@@ -190,6 +191,10 @@ type Removal struct {
 	// Left names objects of the inventory that are not the module's (any
 	// more); they were not touched.
 	Left []string
+	// Blocked names the module's CRDs kept (in Kept) because custom
+	// resources of them exist: deleting a CRD would make the API server
+	// delete them all, a user's too.
+	Blocked []string
 }
 
 // PruneModule removes, guarded like RemoveModule, the objects of the old
@@ -225,8 +230,9 @@ func (a *Applier) PruneModule(ctx context.Context, old, current []v1beta2.Resour
 // RemoveModule removes a module's objects from the runtime, each as
 // DisposalFor decides on the live object: only what the module created is
 // deleted; adopted objects are released; what is not the module's is left.
-// Namespaces go last, and only when no other module uses them. What fails
-// stays in Removal.Kept for the next attempt.
+// Namespaces go last, and only when no other module uses them; a CRD only
+// when no custom resource of it is left. What fails or waits stays in
+// Removal.Kept for the next attempt.
 func (a *Applier) RemoveModule(ctx context.Context, resources []v1beta2.Resource, opts RemoveOptions) (Removal, error) {
 	var removal Removal
 	var errs []error
@@ -271,6 +277,17 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 		case NamespaceInUseByLeaving:
 			removal.Kept = append(removal.Kept, r)
 			removal.Waiting = append(removal.Waiting, r.Name)
+			return nil
+		}
+	}
+	if isCRD(r) {
+		left, err := CustomResourcesOf(ctx, a.client, []v1beta2.Resource{r})
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			removal.Kept = append(removal.Kept, r)
+			removal.Blocked = append(removal.Blocked, name)
 			return nil
 		}
 	}

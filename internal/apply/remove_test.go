@@ -140,6 +140,42 @@ func TestRemoveModuleDeletesCustomResourcesBeforeTheirCRD(t *testing.T) {
 	}, "20s", "100ms").Should(Succeed(), "the CRD goes once the API server has cleaned up behind it")
 }
 
+// TestPruneModuleKeepsACRDWhileCustomResourcesOfItExist moves a module to a
+// version without its CRD while a user has a resource of it: deleting the
+// CRD would make the API server delete the user's resource, so the CRD is
+// kept, and named, until the user's resource is gone. The module's own
+// instance goes at once.
+func TestPruneModuleKeepsACRDWhileCustomResourcesOfItExist(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := newModule(t)
+	crd := "widgets." + m.group
+	v1, err := applier().ApplyModule(ctx, m.content(t,
+		widgetCRD, `{apiVersion: "%[2]s/v1", kind: Widget, metadata: {name: ours, namespace: "%[1]s"}}`,
+	), m.owner, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	users := m.content(t, `{apiVersion: "%[2]s/v1", kind: Widget, metadata: {name: users, namespace: "%[1]s"}}`)[0]
+	users.SetLabels(nil)
+	g.Expect(runtimeClient.Create(ctx, users)).To(Succeed())
+	v2, err := applier().ApplyModule(ctx, m.content(t, configMap("settings", "%[1]s", "1")), m.owner, v1.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	removal, err := applier().PruneModule(ctx, v1.Inventory, v2.Inventory, apply.RemoveOptions{Owner: m.owner})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(removal.Kept).To(Equal([]v1beta2.Resource{resource("apiextensions.k8s.io", "CustomResourceDefinition", "", crd)}),
+		"the CRD stays in the inventory")
+	g.Expect(removal.Blocked).To(Equal([]string{"CustomResourceDefinition " + crd}))
+	g.Expect(live(g, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", crd).DeletionTimestamp).To(BeNil())
+	g.Expect(live(g, m.group+"/v1", "Widget", m.namespace, "users")).NotTo(BeNil(), "the user's resource is not deleted along with the CRD")
+	g.Expect(live(g, m.group+"/v1", "Widget", m.namespace, "ours")).To(BeNil(), "the module's own resource is deleted")
+
+	g.Expect(runtimeClient.Delete(ctx, users)).To(Succeed())
+	removal, err = applier().PruneModule(ctx, append(slices.Clone(v2.Inventory), removal.Kept...), v2.Inventory, apply.RemoveOptions{Owner: m.owner})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(removal.Kept).To(BeEmpty(), "once they are gone, the CRD goes")
+	g.Expect(removal.Blocked).To(BeEmpty())
+}
+
 // TestRemoveModuleNamespaceWaitsForOtherModules removes a module that
 // created three Namespaces: one that no other module uses is deleted; one
 // that a staying module uses is released; one that only modules being
