@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,8 +178,9 @@ type RemoveOptions struct {
 
 // Removal is what removing objects did.
 type Removal struct {
-	// Kept are still there and stay in the inventory: deleting failed, or a
-	// Namespace waits for other modules to leave it.
+	// Kept are still there and stay in the inventory: deleting failed, a
+	// Namespace waits for other modules to leave it, or a CRD for its
+	// custom resources to go.
 	Kept []v1beta2.Resource
 	// Waiting names the Namespaces kept for other modules.
 	Waiting []string
@@ -187,6 +190,10 @@ type Removal struct {
 	// Left names objects of the inventory that are not the module's (any
 	// more); they were not touched.
 	Left []string
+	// Blocked names the module's CRDs kept (in Kept) because custom
+	// resources of them exist: deleting a CRD would make the API server
+	// delete them all, a user's too.
+	Blocked []string
 }
 
 // PruneModule removes, guarded like RemoveModule, the objects of the old
@@ -222,8 +229,9 @@ func (a *Applier) PruneModule(ctx context.Context, old, current []v1beta2.Resour
 // RemoveModule removes a module's objects from the runtime, each as
 // DisposalFor decides on the live object: only what the module created is
 // deleted; adopted objects are released; what is not the module's is left.
-// Namespaces go last, and only when no other module uses them. What fails
-// stays in Removal.Kept for the next attempt.
+// Namespaces go last, and only when no other module uses them; a CRD only
+// when no custom resource of it is left. What fails or waits stays in
+// Removal.Kept for the next attempt.
 func (a *Applier) RemoveModule(ctx context.Context, resources []v1beta2.Resource, opts RemoveOptions) (Removal, error) {
 	var removal Removal
 	var errs []error
@@ -271,6 +279,17 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 			return nil
 		}
 	}
+	if isCRD(r) {
+		left, err := CustomResourcesOf(ctx, a.client, []v1beta2.Resource{r})
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			removal.Kept = append(removal.Kept, r)
+			removal.Blocked = append(removal.Blocked, name)
+			return nil
+		}
+	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
 	obj.ObjectMeta = *live
@@ -284,20 +303,40 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 	return nil
 }
 
-// removalOrder deletes in reverse apply order (workloads before the CRDs and
-// RBAC they use), Namespaces last, so that a Namespace is judged when the
-// module's own objects in it are gone.
+// removalOrder deletes custom resources of the module's own CRDs first,
+// while the module's operator (among the rest) can still finalize them; then
+// the rest in reverse apply order (workloads before the RBAC they use); then
+// Namespaces, so that a Namespace is judged when the module's own objects in
+// it are gone; and CRDs last, since deleting a CRD deletes every resource of
+// it. The inventory keeps content order, which may list a custom resource
+// before its CRD.
 func removalOrder(resources []v1beta2.Resource) []v1beta2.Resource {
-	ordered := make([]v1beta2.Resource, 0, len(resources))
-	var namespaces []v1beta2.Resource
-	for _, r := range slices.Backward(resources) {
-		if isNamespace(r) {
-			namespaces = append(namespaces, r)
-			continue
+	crdGroups := map[string]bool{}
+	for _, r := range resources {
+		if isCRD(r) {
+			if _, group, ok := strings.Cut(r.Name, "."); ok { // a CRD is named <plural>.<group>
+				crdGroups[group] = true
+			}
 		}
-		ordered = append(ordered, r)
 	}
-	return append(ordered, namespaces...)
+	var customResources, rest, namespaces, crds []v1beta2.Resource
+	for _, r := range slices.Backward(resources) {
+		switch {
+		case isCRD(r):
+			crds = append(crds, r)
+		case isNamespace(r):
+			namespaces = append(namespaces, r)
+		case crdGroups[r.Group]:
+			customResources = append(customResources, r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	return slices.Concat(customResources, rest, namespaces, crds)
+}
+
+func isCRD(r v1beta2.Resource) bool {
+	return r.Group == apiextensionsv1.GroupName && r.Kind == "CustomResourceDefinition"
 }
 
 // ReleaseModule takes our labels off those of a module's objects that are

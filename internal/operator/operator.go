@@ -40,7 +40,7 @@ type Options struct {
 
 	// Namespace holds Kymas, the catalog, Manifests and runtime Secrets.
 	Namespace string
-	// SyncNamespace is the namespace the operator uses in each remote.
+	// SyncNamespace is the namespace the operator uses in each runtime.
 	SyncNamespace string
 
 	// MetricsAddr and HealthProbeAddr are listen addresses; "0" disables.
@@ -66,7 +66,7 @@ type Options struct {
 	// PauseSelector pauses every Kyma it matches, like the
 	// skip-reconciliation label does for one. Empty pauses none.
 	PauseSelector string
-	// CatalogSync copies the module catalog into every remote.
+	// CatalogSync copies the module catalog into every runtime.
 	CatalogSync bool
 	// CatalogConcurrency is how many runtimes get the catalog at once.
 	CatalogConcurrency int
@@ -75,7 +75,7 @@ type Options struct {
 	// disables it.
 	Watcher WatcherOptions
 
-	// RuntimeRequestTimeout bounds every request to a remote.
+	// RuntimeRequestTimeout bounds every request to a runtime.
 	RuntimeRequestTimeout time.Duration
 	// ReconcileTimeout bounds one reconcile of a Kyma, Manifest or catalog
 	// copy; longer than RuntimeRequestTimeout, and than the 30 s that

@@ -41,7 +41,7 @@ type WatcherOptions struct {
 	ListenerNames []string
 
 	// PKINamespace holds the CA and the runtimes' credentials; only the
-	// operator should be able to read it (docs/watcherctrl.md).
+	// operator should be able to read it (docs/watcher.md).
 	PKINamespace string
 	// CASecret names the CA's Secret in PKINamespace.
 	CASecret string
@@ -113,7 +113,7 @@ func DefaultWatcherOptions() WatcherOptions {
 // BindFlags registers the watcher's flags with their defaults.
 func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	*o = DefaultWatcherOptions()
-	fs.StringVar(&o.ListenerAddress, "listener-address", o.ListenerAddress, "HTTPS address of the runtime watcher's listener; 0 disables the runtime watcherctrl.")
+	fs.StringVar(&o.ListenerAddress, "listener-address", o.ListenerAddress, "HTTPS address of the runtime watcher's listener; 0 disables the runtime watcher.")
 	fs.StringVar(&o.ListenerURL, "listener-url", o.ListenerURL, "URL agents in runtimes reach the listener at (default https://<first listener name>:<port>).")
 	fs.Func("listener-names", "Comma-separated DNS names and IPs of the listener's certificate (default lifecycle-manager-listener.<namespace>.svc).", func(s string) error {
 		o.ListenerNames = strings.Split(s, ",")

@@ -56,9 +56,10 @@ func TestUpgradePrunesDroppedResources(t *testing.T) {
 	}, "2s", interval).Should(Succeed())
 }
 
-// TestDriftIsCorrected changes and deletes managed objects in the runtime:
-// the operator restores them while Ready. An object it does not own is never
-// touched.
+// TestDriftIsCorrected changes, then deletes, a managed object in the
+// runtime: the operator restores each while the module is Ready, and writes
+// only what drifted: the module's other object keeps its resourceVersion
+// through the reconcile that corrects the drift.
 func TestDriftIsCorrected(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -66,29 +67,29 @@ func TestDriftIsCorrected(t *testing.T) {
 	k.eventuallyReady(t)
 	rc := k.runtime.client
 
-	unowned := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Namespace: v1beta2.DefaultRuntimeNamespace},
-		Data:       map[string]string{"keep": "me"},
-	}
-	Expect(rc.Create(ctx, unowned)).To(Succeed())
-
+	other := &corev1.ConfigMap{}
+	Expect(k.inRuntime(other, "evolving-dropped-in-2")).To(Succeed())
 	cm := &corev1.ConfigMap{}
 	Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
 	cm.Data["version"] = "tampered"
 	Expect(rc.Update(ctx, cm)).To(Succeed())
-	Expect(rc.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "evolving-dropped-in-2", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
-
+	restored := &corev1.ConfigMap{}
 	Eventually(func(g Gomega) {
-		restored := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(restored, "evolving-config")).To(Succeed())
 		g.Expect(restored.Data).To(HaveKeyWithValue("version", "1.0.0"))
-		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-dropped-in-2")).To(Succeed())
 	}, timeout, interval).Should(Succeed())
-
 	got := &corev1.ConfigMap{}
-	Expect(k.inRuntime(got, "not-ours")).To(Succeed())
-	Expect(got.Data).To(Equal(map[string]string{"keep": "me"}))
-	Expect(got.ResourceVersion).To(Equal(unowned.ResourceVersion), "an object we do not own is never written")
+	Expect(k.inRuntime(got, "evolving-dropped-in-2")).To(Succeed())
+	Expect(got.ResourceVersion).To(Equal(other.ResourceVersion), "an object that did not drift is not written")
+
+	Expect(rc.Delete(ctx, other)).To(Succeed())
+	Eventually(func(g Gomega) {
+		recreated := &corev1.ConfigMap{}
+		g.Expect(k.inRuntime(recreated, "evolving-dropped-in-2")).To(Succeed())
+		g.Expect(recreated.UID).NotTo(Equal(other.UID), "a new object, created by the operator")
+	}, timeout, interval).Should(Succeed())
+	Expect(k.inRuntime(got, "evolving-config")).To(Succeed())
+	Expect(got.ResourceVersion).To(Equal(restored.ResourceVersion), "the restored object, unchanged since, is not written again")
 }
 
 // TestModuleRemoval removes a module from the spec: it is uninstalled and

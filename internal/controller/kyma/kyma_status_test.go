@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -87,12 +88,28 @@ func TestSetStatus(t *testing.T) {
 	}
 }
 
+// TestSetStatusKeepsLastTransitionWhenNothingChanged computes the status of
+// a Ready Kyma twice, the second time later, with nothing changed: the
+// status is the same, timestamps included, so nothing is written.
 func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
 	g := NewWithT(t)
 	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k"}}
-	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
+	// The module resolves to the version the Manifest has installed, so that
+	// the steady state is Ready (a module without a version would be
+	// Processing, "Installing version").
+	resolved := resolve.Module{Name: "m", Version: "1.0.0", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
 	manifests := map[string]*v1beta2.Manifest{ManifestName(kyma.Name, "m"): manifestIn(v1beta2.StateReady, 1, "")}
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
+	g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady), "the case is the Ready steady state")
+	g.Expect(kyma.Status.Modules).To(ConsistOf(HaveField("State", v1beta2.StateReady)))
+
+	// The status as the previous reconcile stored it, an hour ago: a
+	// timestamp set again now would differ from it.
+	anHourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	kyma.Status.LastUpdateTime = anHourAgo
+	for i := range kyma.Status.Conditions {
+		kyma.Status.Conditions[i].LastTransitionTime = anHourAgo
+	}
 	first := kyma.Status.DeepCopy()
 	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
 	g.Expect(kyma.Status).To(Equal(*first), "a steady state writes the same status: no flapping, no write")

@@ -32,7 +32,7 @@ import (
 // Renderer turns a Manifest's content into the objects to apply, labelled and
 // namespaced for the runtime: objects that name no namespace go to
 // syncNamespace. namespaced answers whether a kind is namespaced in the
-// remote.
+// runtime.
 type Renderer interface {
 	Render(ctx context.Context, manifest *v1beta2.Manifest, syncNamespace string, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error)
 }

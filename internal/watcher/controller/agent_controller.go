@@ -4,7 +4,7 @@
 // runtime), the agent's RBAC, Deployment and Service, and one webhook
 // configuration whose rules come from the Watcher objects. It removes them
 // with the Kyma, and removes the webhook configuration while reporting is
-// paused for the remote. It also keeps Watcher status and creates the
+// paused for the runtime. It also keeps Watcher status and creates the
 // default Watcher.
 package controller
 
@@ -68,7 +68,7 @@ type AgentOptions struct {
 	Resync time.Duration
 }
 
-// AgentReconciler keeps the agent of each Kyma's remote.
+// AgentReconciler keeps the agent of each Kyma's runtime.
 type AgentReconciler struct {
 	// Client is the manager's client, cached for the control-plane namespace.
 	Client client.Client
