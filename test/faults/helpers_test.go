@@ -108,7 +108,7 @@ func (k *testKyma) release(t *testing.T) {
 	g := NewWithT(t)
 	ok := g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma))
-	}, wait, interval).Should(BeTrue(), "Kyma %s was not deleted: %s", k.name, testenv.DescribeKyma(kyma))
+	}, wait, interval).Should(BeTrue(), func() string { return "Kyma " + k.name + " was not deleted: " + testenv.DescribeKyma(kyma) })
 	_ = env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.KymaNameLabel: k.name})
 	if ok {
 		k.expectNothingLeft(g)
@@ -144,6 +144,26 @@ func (k *testKyma) update(change func(*v1beta2.Kyma)) {
 // addModules adds modules to the Kyma's spec.
 func (k *testKyma) addModules(names ...string) {
 	k.update(func(kyma *v1beta2.Kyma) { kyma.Spec.Modules = append(kyma.Spec.Modules, modules(names...)...) })
+}
+
+// setPaused sets or removes the Kyma's skip-reconciliation label and, when
+// pausing, waits until the operator says it stopped (condition Paused), so
+// that no reconcile is still running.
+func (k *testKyma) setPaused(paused bool) {
+	k.update(func(kyma *v1beta2.Kyma) {
+		if paused {
+			kyma.Labels[v1beta2.SkipReconciliationLabel] = "true"
+		} else {
+			delete(kyma.Labels, v1beta2.SkipReconciliationLabel)
+		}
+	})
+	if !paused {
+		return
+	}
+	Eventually(func(g Gomega) {
+		kyma := k.get(g)
+		g.Expect(kyma.Status.Conditions).To(ContainElement(And(HaveField("Type", "Paused"), HaveField("Status", metav1.ConditionTrue))), testenv.DescribeKyma(kyma))
+	}, timeout, interval).Should(Succeed())
 }
 
 // moduleStates returns each module's state in the Kyma's status.
