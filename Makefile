@@ -72,6 +72,10 @@ test: testbin ## Run all tests against real API servers (builds bin/ first).
 	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
 	cd api && $(GO) test $(GOTESTFLAGS) -count=1 ./...
 
+.PHONY: test-faults
+test-faults: testbin ## Run the fault suite (test/faults, minutes): restarts, SIGKILLs and outages against the operator as its own process.
+	LM_FAULTS=1 $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m ./test/faults/
+
 # Flags for the fleet benchmark, e.g. make bench BENCH_FLAGS="--kymas 1000 --modules 20 --runtimes 4";
 # go run ./cmd/fleet-bench --help lists them, docs/performance.md explains the figures.
 BENCH_FLAGS ?=

@@ -1,8 +1,9 @@
 // Package testenv is the TestMain of the integration test packages
-// (test/e2e, test/content, test/isolation, test/watcher): a real control
-// plane and kwok runtimes, a client of the control plane with the
-// operator's scheme, the operator's namespace, and the operator in-process
-// with intervals short enough for tests. It exists so that these packages
+// (test/e2e, test/content, test/isolation, test/watcher, test/faults): a
+// real control plane and kwok runtimes, a client of the control plane with
+// the operator's scheme, the operator's namespace, and the operator
+// in-process (or, for test/faults, as a process of its own) with intervals
+// short enough for tests. It exists so that these packages
 // start the same environment the same way, and differ only in their own
 // fixtures and in the options that are the point of each package
 // (allow-lists, caps, worker counts, the watcher).
@@ -40,6 +41,10 @@ type Config struct {
 	// Namespace is where the operator under test keeps Kymas and the
 	// catalog; Main creates it.
 	Namespace string
+	// ExternalOperator says that the package runs the operator itself, as
+	// a separate process started in Setup (test/faults kills it); Main then
+	// starts none and ignores the options Setup returns.
+	ExternalOperator bool
 }
 
 // Env is a started environment, handed to a package's Setup.
@@ -97,9 +102,11 @@ func run(m *testing.M, cfg Config, setup Setup) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := startOperator(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if !cfg.ExternalOperator {
+		if err := startOperator(ctx, opts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	return m.Run()
 }
