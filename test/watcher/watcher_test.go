@@ -191,7 +191,7 @@ func TestAgentDeploymentInstalledAndRemoved(t *testing.T) {
 	g.Expect(env.rtClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: agent.DefaultServingSecret}, secret)).To(Succeed())
 	serving, err := pki.ParseCertificate(secret.Data[corev1.TLSCertKey])
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(serving.VerifyHostname("runtime-watcherctrl." + ns + ".svc")).To(Succeed())
+	g.Expect(serving.VerifyHostname("runtime-watcher." + ns + ".svc")).To(Succeed())
 
 	g.Expect(env.kcpClient.Delete(ctx, kyma)).To(Succeed())
 	g.Eventually(func() bool {
@@ -429,7 +429,7 @@ func TestPauseGroupLeavesRuntimeAlone(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(env.rtClient.Get(ctx, client.ObjectKey{Name: "runtime-watcher-" + ns}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).
 		To(BeTrue(), "the watcher configured a paused runtime")
 
-	// Leaving the group, the runtime gets its watcherctrl.
+	// Leaving the group, the runtime gets its watcher.
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
 		delete(kyma.Labels, pausedGroupLabel)
