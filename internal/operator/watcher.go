@@ -272,7 +272,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 			Namespace: opts.Namespace, PKINamespace: w.PKINamespace, SyncNamespace: opts.SyncNamespace,
 			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
 			ListenerURL: w.ListenerURL, Image: w.AgentImage, LocalURL: w.LocalAgentURL,
-			Paused: paused, Resync: w.Resync,
+			Paused: paused, Resync: w.Resync, ReconcileTimeout: opts.ReconcileTimeout,
 		},
 	}).SetupWithManager(mgr, watcherctrl.SetupOptions{
 		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,

@@ -5,11 +5,14 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
@@ -69,4 +72,50 @@ func TestCatalogIsCopiedToRuntimes(t *testing.T) {
 	Consistently(func() bool { _, err := k.runtimeTemplate(beta.Name); return apierrors.IsNotFound(err) }, "2s", interval).Should(BeTrue())
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.BetaLabel] = "true" })
 	Eventually(func() error { _, err := k.runtimeTemplate(beta.Name); return err }, timeout, interval).Should(Succeed())
+}
+
+// TestCatalogFailureIsAWarningEvent: the catalog sync has no status of its
+// own and writes none into the Kyma's (the Kyma controller owns it); a
+// runtime it cannot use is a Warning event on the Kyma, reason
+// CatalogRuntimeUnavailable, with the raw error in the note.
+func TestCatalogFailureIsAWarningEvent(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name := "catalog-refused"
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
+		Data:       map[string][]byte{"config": []byte("this is not a kubeconfig")},
+	}
+	g.Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
+	kyma := &v1beta2.Kyma{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace},
+		Spec:       v1beta2.KymaSpec{Channel: "regular"},
+	}
+	g.Expect(env.kcpClient.Create(ctx, kyma)).To(Succeed())
+	t.Cleanup(func() {
+		// Without its Secret the runtime counts as gone, so the Kyma goes.
+		_ = env.kcpClient.Delete(ctx, secret)
+		_ = env.kcpClient.Delete(ctx, kyma)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), &v1beta2.Kyma{}))
+		}, timeout, interval).Should(BeTrue())
+	})
+
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(env.kcpClient.List(ctx, events, client.InNamespace(kcpNamespace))).To(Succeed())
+		var found []eventsv1.Event
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "Kyma" && e.Regarding.Name == name && e.Reason == catalog.ReasonRuntimeUnavailable {
+				found = append(found, e)
+			}
+		}
+		g.Expect(found).NotTo(BeEmpty())
+		g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
+		g.Expect(found[0].Note).To(ContainSubstring("invalid runtime kubeconfig"))
+	}, timeout, interval).Should(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
+	for _, c := range kyma.Status.Conditions {
+		g.Expect(c.Reason).NotTo(HavePrefix("Catalog"), "the catalog sync wrote %+v into the Kyma's status", c)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
@@ -52,6 +53,9 @@ type Reconciler struct {
 	// ReconcileTimeout bounds one reconcile; zero means none.
 	ReconcileTimeout time.Duration
 
+	// events reports failed syncs on the Kyma; set up by SetupWithManager.
+	events *reconciler.Events
+
 	mu      sync.Mutex
 	applied map[string]*runtimeState // by Kyma name
 }
@@ -64,7 +68,32 @@ type runtimeState struct {
 	fullSync  time.Time
 }
 
-// Reconcile brings one runtime's catalog copy in step.
+// Reasons of the catalog sync's outcomes. The catalog sync has no status of
+// its own and writes none to the Kyma, whose status the Kyma controller owns:
+// its outcomes drive requeueing, and failures become Warning events on the
+// Kyma with the raw error (at most once a minute per Kyma and reason).
+const (
+	// ReasonSynced: the runtime's catalog copy is in step; looked at again
+	// after the resync interval.
+	ReasonSynced = "CatalogSynced"
+	// ReasonSingleCluster: the runtime is the control plane itself, which
+	// holds the catalog already.
+	ReasonSingleCluster = "CatalogSingleCluster"
+	// ReasonRuntimeUnavailable: no client for the runtime (no or a refused
+	// kubeconfig Secret, or it cannot be reached); retried with backoff.
+	ReasonRuntimeUnavailable = "CatalogRuntimeUnavailable"
+	// ReasonSyncFailed: reading the catalog or writing it to the runtime
+	// failed; retried with backoff.
+	ReasonSyncFailed = "CatalogSyncFailed"
+)
+
+// controllerName names the catalog sync in metrics and runtime slots.
+const controllerName = "catalog"
+
+// Reconcile brings one runtime's catalog copy in step, on the one reconcile
+// skeleton: the runtime slot and the deadline; nothing for a Kyma being
+// deleted (the catalog has no finalizer: the copies go with the runtime) or
+// paused; else the sync.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	kyma := &v1beta2.Kyma{}
 	if err := r.Get(ctx, req.NamespacedName, kyma); err != nil {
@@ -73,35 +102,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !kyma.DeletionTimestamp.IsZero() || r.Pause.Paused(kyma) {
-		return ctrl.Result{}, nil
-	}
-	release, ok := r.Runtimes.TryAcquire("catalog", kyma.Name)
-	if !ok {
-		return ctrl.Result{RequeueAfter: remote.RetryAfter()}, nil
-	}
-	defer release()
-	ctx, cancel := remote.WithReconcileDeadline(ctx, r.ReconcileTimeout)
-	defer cancel()
+	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
+		Controller: controllerName,
+		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
+			release, ok := r.Runtimes.TryAcquire(controllerName, kyma.Name)
+			if !ok {
+				return nil, remote.RetryAfter()
+			}
+			return release, 0
+		},
+		Deadline:  r.ReconcileTimeout,
+		Paused:    r.Pause.Paused,
+		Reconcile: r.reconcile,
+		// No status: see the reasons above.
+		Record: func(*v1beta2.Kyma, reconciler.Outcome) {},
+		Status: func(*v1beta2.Kyma) any { return nil },
+		Events: r.events,
+	})
+}
+
+// reconcile writes what changed in the catalog to the Kyma's runtime.
+func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconciler.Retry(ReasonRuntimeUnavailable, "The runtime cannot be used ("+reconciler.Cause(err)+")", err)
 	}
 	if sameCluster(cluster.Config, r.ControlPlane) {
-		return ctrl.Result{}, nil // single-cluster mode: the catalog is already there
+		return reconciler.Ready(ReasonSingleCluster, "The runtime is the control plane, which holds the catalog", 0)
 	}
-
 	desired, err := r.desired(ctx, kyma)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconciler.Retry(ReasonSyncFailed, "Reading the catalog failed ("+reconciler.Cause(err)+")", err)
 	}
 	if err := r.sync(ctx, kyma.Name, cluster, desired, r.namespace(kyma)); err != nil {
 		if r.Runtimes.EvictOnError(kyma.Name, err) {
 			r.forget(kyma.Name)
 		}
-		return ctrl.Result{}, err
+		return reconciler.Retry(ReasonSyncFailed, "Writing the catalog to the runtime failed ("+reconciler.Cause(err)+")", err)
 	}
-	return ctrl.Result{RequeueAfter: r.Resync}, nil
+	return reconciler.Ready(ReasonSynced, "The runtime's catalog copy is in step", r.Resync)
 }
 
 func (r *Reconciler) namespace(kyma *v1beta2.Kyma) string {

@@ -12,12 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
 // SetupWithManager registers the catalog sync. Any catalog change enqueues
 // every Kyma once; the work queue folds a burst of changes into one sync per
 // runtime.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	r.events = reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager"))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("catalog").
 		// A new Kyma, or new beta/internal labels, change what a runtime sees.

@@ -26,11 +26,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
@@ -66,6 +66,9 @@ type AgentOptions struct {
 	Paused labels.Selector
 	// Resync is how often a runtime's agent resources are checked for drift.
 	Resync time.Duration
+	// ReconcileTimeout bounds one reconcile (not its final patch); zero
+	// means none.
+	ReconcileTimeout time.Duration
 }
 
 // AgentReconciler keeps the agent of each Kyma's runtime.
@@ -83,10 +86,21 @@ type AgentReconciler struct {
 	// the watcher's included.
 	Pause   pause.Policy
 	Options AgentOptions
+
+	// events reports failures (rate limited) and changes on the Kyma; set
+	// up from Recorder by SetupWithManager.
+	events *reconciler.Events
 }
 
-// Reconcile follows the house skeleton: get, deletion, pause, finalizer,
-// then reconcile.
+// agentController names the agent controller in metrics and runtime slots.
+const agentController = "watcher-agent"
+
+// Reconcile runs the one reconcile skeleton on a Kyma: the runtime slot and
+// the deadline; the watcher's removal when the Kyma is deleted (paused or
+// not), else nothing while work on the runtime is paused, else the
+// finalizer and the agent. The Kyma's status belongs to the Kyma controller,
+// so this controller records nothing there: its outcomes drive requeueing,
+// and their errors become Warning events on the Kyma.
 func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	kyma := &v1beta2.Kyma{}
 	if err := r.Client.Get(ctx, req.NamespacedName, kyma); err != nil {
@@ -97,61 +111,77 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		return ctrl.Result{}, err
 	}
-	if !kyma.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(kyma, v1beta2.WatcherFinalizer) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, r.finalize(ctx, kyma)
-	}
-	if r.Pause.Paused(kyma) {
-		// All work on this runtime is paused, ours too.
-		return ctrl.Result{}, nil
-	}
-	if !controllerutil.ContainsFinalizer(kyma, v1beta2.WatcherFinalizer) {
-		patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(kyma, v1beta2.WatcherFinalizer)
-		if err := r.Client.Patch(ctx, kyma, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-	}
-	return r.reconcile(ctx, kyma)
+	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
+		Controller: agentController,
+		Finalizer:  v1beta2.WatcherFinalizer,
+		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
+			release, ok := r.Runtimes.TryAcquire(agentController, kyma.Name)
+			if !ok {
+				return nil, remote.RetryAfter()
+			}
+			return release, 0
+		},
+		Deadline:  r.Options.ReconcileTimeout,
+		Paused:    r.Pause.Paused,
+		Delete:    r.finalize,
+		Reconcile: r.reconcile,
+		// Nothing is written to the Kyma's status, see above.
+		Record: func(*v1beta2.Kyma, reconciler.Outcome) {},
+		Status: func(*v1beta2.Kyma) any { return nil },
+		Events: r.events,
+	})
 }
 
-func (r *AgentReconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
+// reconcile keeps the runtime's certificates, then, unless reporting is
+// paused for the runtime (its webhook configuration is removed then), the
+// agent and the webhook configuration in the runtime.
+func (r *AgentReconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
 	runtimeID := kyma.Labels[v1beta2.RuntimeIDLabel]
 	if runtimeID == "" {
 		// Without a runtime id there is no identity to issue a certificate
 		// for; a label change brings the Kyma back.
-		log.V(1).Info("Kyma has no runtime id label; no watcher", "label", v1beta2.RuntimeIDLabel)
-		return ctrl.Result{}, r.removeWebhook(ctx, kyma)
+		ctrl.LoggerFrom(ctx).V(1).Info("Kyma has no runtime id label; no watcher", "label", v1beta2.RuntimeIDLabel)
+		if err := r.removeWebhook(ctx, kyma); err != nil {
+			return runtimeFailure(err, ReasonRemovalFailed, "Removing the runtime watcher's webhook configuration failed")
+		}
+		return reconciler.Ready(ReasonNoRuntimeID, "The Kyma has no runtime id label; the runtime is not watched", 0)
 	}
 
 	creds, err := r.ensureCredentials(ctx, kyma, runtimeID)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconciler.Retry(ReasonControlPlaneFailed, "Keeping the runtime's watcher certificates failed ("+reconciler.Cause(err)+")", err)
 	}
-	next := ctrl.Result{RequeueAfter: min(requeue.Jitter(r.Options.Resync, 0.1), max(time.Until(creds.RenewAt), time.Second))}
+	next := min(requeue.Jitter(r.Options.Resync, 0.1), max(time.Until(creds.RenewAt), time.Second))
 
 	if Paused(kyma, r.Options.Paused) {
-		return next, r.removeWebhook(ctx, kyma)
+		if err := r.removeWebhook(ctx, kyma); err != nil {
+			return runtimeFailure(err, ReasonRemovalFailed, "Removing the runtime watcher's webhook configuration failed")
+		}
+		return reconciler.Ready(ReasonReportingPaused, "Reporting is paused; the runtime's webhook configuration is removed", next)
 	}
 
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
-	if err != nil {
-		if errors.Is(err, remote.ErrNoKubeconfigSecret) {
-			// The Secret's creation brings the Kyma back.
-			log.V(1).Info("No kubeconfig Secret for the runtime yet")
-			return next, nil
-		}
-		return ctrl.Result{}, err
+	if errors.Is(err, remote.ErrNoKubeconfigSecret) {
+		// The Secret's creation brings the Kyma back.
+		ctrl.LoggerFrom(ctx).V(1).Info("No kubeconfig Secret for the runtime yet")
+		return reconciler.Progressing(ReasonWaitingForKubeconfig, "Waiting for the runtime's kubeconfig Secret", next)
 	}
+	if err != nil {
+		return runtimeFailure(err, ReasonRuntimeUnavailable, "Connecting to the runtime failed")
+	}
+	return r.configure(ctx, kyma, cluster, creds.Data, next)
+}
+
+// configure applies the agent's resources and the webhook configuration
+// rendered from the valid Watchers, or removes the webhook configuration
+// when no Watcher is valid.
+func (r *AgentReconciler) configure(ctx context.Context, kyma *v1beta2.Kyma, cluster *remote.Cluster, creds map[string][]byte, next time.Duration) reconciler.Outcome {
 	watchers := &v1beta2.WatcherList{}
 	if err := r.Client.List(ctx, watchers, client.InNamespace(r.Options.Namespace)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing Watchers: %w", err)
+		return reconciler.Retry(ReasonControlPlaneFailed, "Listing the Watchers failed ("+reconciler.Cause(err)+")", fmt.Errorf("listing Watchers: %w", err))
 	}
 	in := renderInput{
-		Kyma: kyma, Namespace: r.syncNamespace(kyma), Credentials: creds.Data, Watchers: watchers.Items,
+		Kyma: kyma, Namespace: r.syncNamespace(kyma), Credentials: creds, Watchers: watchers.Items,
 		ListenerURL: r.Options.ListenerURL, Image: r.Options.Image,
 	}
 	if r.Options.LocalURL != nil {
@@ -163,22 +193,22 @@ func (r *AgentReconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ct
 	}
 	unstructured, err := toUnstructured(cluster.Client.Scheme(), objects...)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconciler.Retry(ReasonApplyFailed, "Rendering the runtime watcher failed", err)
 	}
 	result, err := apply.NewApplier(cluster.Client, cluster.Mapper).Apply(ctx, unstructured)
 	if err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
-		return ctrl.Result{}, fmt.Errorf("applying the runtime watcher: %w", err)
+		return runtimeFailure(fmt.Errorf("applying the runtime watcher: %w", err), ReasonApplyFailed, "Applying the runtime watcher failed")
 	}
 	if webhook == nil {
 		if err := r.removeWebhookFrom(ctx, cluster.Client, in.Namespace); err != nil {
-			return ctrl.Result{}, err
+			return runtimeFailure(err, ReasonRemovalFailed, "Removing the runtime watcher's webhook configuration failed")
 		}
 	}
 	if result.Changed > 0 {
-		r.event(kyma, corev1.EventTypeNormal, "WatcherConfigured", fmt.Sprintf("Configured the runtime watcher (%d objects changed)", result.Changed))
+		r.events.Normal(kyma, ReasonConfigured, fmt.Sprintf("Configured the runtime watcher (%d objects changed)", result.Changed))
 	}
-	return next, nil
+	return reconciler.Ready(ReasonConfigured, "The runtime watcher is configured", next)
 }
 
 // ensureCredentials keeps the runtime's certificates in the PKI namespace and
@@ -214,31 +244,26 @@ func (r *AgentReconciler) ensureCredentials(ctx context.Context, kyma *v1beta2.K
 	if err != nil {
 		return pki.RuntimeCredentials{}, fmt.Errorf("storing the runtime's watcher credentials: %w", err)
 	}
-	r.event(kyma, corev1.EventTypeNormal, "WatcherCertificateIssued", "Issued "+strings.Join(creds.Reissued, "; "))
+	r.events.Normal(kyma, ReasonCertificateIssued, "Issued "+strings.Join(creds.Reissued, "; "))
 	ctrl.LoggerFrom(ctx).Info("Issued watcher certificates", "runtimeID", runtimeID, "why", creds.Reissued, "renewAt", creds.RenewAt)
 	return creds, nil
 }
 
 // finalize removes the agent from the runtime and the credentials from the
-// control plane. A runtime that cannot be reached is not waited for: its
-// agent's certificate is refused as soon as the Kyma is gone, and the
-// webhook fails open.
-func (r *AgentReconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) error {
+// control plane; Done lets the skeleton remove the finalizer. A runtime that
+// cannot be reached is not waited for: its agent's certificate is refused as
+// soon as the Kyma is gone, and the webhook fails open.
+func (r *AgentReconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
 	if err := r.uninstall(ctx, kyma); err != nil {
-		if !errors.Is(err, remote.ErrNoKubeconfigSecret) && !errors.Is(err, remote.ErrInvalidKubeconfig) && !remote.IsConnectionError(err) {
-			return err
+		if !unreachable(err) {
+			return runtimeFailure(err, ReasonRemovalFailed, "Removing the runtime watcher failed")
 		}
 		ctrl.LoggerFrom(ctx).Info("Leaving the runtime watcher in an unreachable runtime", "error", err.Error())
 	}
 	if err := r.deleteCredentials(ctx, kyma.Name); err != nil {
-		return err
+		return reconciler.Retry(ReasonControlPlaneFailed, "Deleting the runtime's watcher certificates failed ("+reconciler.Cause(err)+")", err)
 	}
-	patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(kyma, v1beta2.WatcherFinalizer)
-	if err := r.Client.Patch(ctx, kyma, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer: %w", err)
-	}
-	return nil
+	return reconciler.Done()
 }
 
 func (r *AgentReconciler) uninstall(ctx context.Context, kyma *v1beta2.Kyma) error {
@@ -309,12 +334,6 @@ func (r *AgentReconciler) syncNamespace(kyma *v1beta2.Kyma) string {
 		return kyma.Spec.SyncNamespace
 	}
 	return r.Options.SyncNamespace
-}
-
-func (r *AgentReconciler) event(kyma *v1beta2.Kyma, eventType, reason, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(kyma, nil, eventType, reason, reason, "%s", note)
-	}
 }
 
 // Paused reports whether reporting is paused for the Kyma's runtime: by

@@ -1,8 +1,8 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -108,7 +108,7 @@ func render(in renderInput) (objects []client.Object, webhook *admissionregistra
 	var hooks []admissionregistrationv1.ValidatingWebhook
 	for i := range in.Watchers {
 		w := &in.Watchers[i]
-		if validate(w) != nil || !w.DeletionTimestamp.IsZero() {
+		if len(specProblems(w)) > 0 || !w.DeletionTimestamp.IsZero() {
 			continue
 		}
 		hooks = append(hooks, validatingWebhook(w, in, creds[pki.ServingCACertKey]))
@@ -244,27 +244,34 @@ func service(meta metav1.ObjectMeta) *corev1.Service {
 	}
 }
 
-// validate checks what the CRD schema cannot: that labelsToWatch are valid
-// labels, so that the runtime's API server accepts the webhook's selector.
-func validate(w *v1beta2.Watcher) error {
-	var errs []error
-	for k, v := range w.Spec.LabelsToWatch {
-		for _, msg := range validation.IsQualifiedName(k) {
-			errs = append(errs, fmt.Errorf("labelsToWatch key %q: %s", k, msg))
+// specProblems lists what the CRD schema cannot check but a runtime's API
+// server would refuse in the webhook configuration, each with the field and
+// the fix, in a stable order (label keys sorted), so that the message built
+// from them does not change from one reconcile to the next. None means valid.
+func specProblems(w *v1beta2.Watcher) []string {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(w.Spec.LabelsToWatch)) {
+		v := w.Spec.LabelsToWatch[k]
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			problems = append(problems, fmt.Sprintf("labelsToWatch key %q is not a valid label key (%s)", k, strings.Join(msgs, "; ")))
 		}
-		for _, msg := range validation.IsValidLabelValue(v) {
-			errs = append(errs, fmt.Errorf("labelsToWatch value %q: %s", v, msg))
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			problems = append(problems, fmt.Sprintf("labelsToWatch value %q of key %q is not a valid label value (%s)", v, k, strings.Join(msgs, "; ")))
 		}
 	}
-	if w.Spec.ResourceToWatch.Resource == "" || strings.Contains(w.Spec.ResourceToWatch.Resource, "/") {
-		errs = append(errs, fmt.Errorf("resourceToWatch.resource %q must name a resource without subresource", w.Spec.ResourceToWatch.Resource))
+	if r := w.Spec.ResourceToWatch.Resource; r == "" || strings.Contains(r, "/") {
+		problems = append(problems, fmt.Sprintf("resourceToWatch.resource %q must name a resource without a subresource (set field: status to watch the status)", r))
 	}
 	switch w.Spec.Field {
 	case v1beta2.SpecField, v1beta2.StatusField:
 	default:
-		errs = append(errs, fmt.Errorf("field %q must be spec or status", w.Spec.Field))
+		problems = append(problems, fmt.Sprintf("field %q must be spec or status", w.Spec.Field))
 	}
-	return errors.Join(errs...)
+	if msgs := validation.IsDNS1123Subdomain(webhookName(w)); len(msgs) > 0 {
+		problems = append(problems, fmt.Sprintf("the Watcher's name and namespace make the webhook name %q, which is not a valid DNS subdomain (%s); choose a shorter name",
+			webhookName(w), strings.Join(msgs, "; ")))
+	}
+	return problems
 }
 
 // toUnstructured converts typed objects for server-side apply, with their

@@ -223,39 +223,6 @@ func TestReporting(t *testing.T) {
 	}
 }
 
-func TestWatcherStatus(t *testing.T) {
-	tests := []struct {
-		name    string
-		watcher v1beta2.Watcher
-		state   v1beta2.State
-		reason  string
-	}{
-		{name: "default", watcher: *DefaultWatcher("kcp-system", 8443), state: v1beta2.StateReady, reason: ReasonInUse},
-		{name: "bad label key", watcher: testWatcher("w", v1beta2.SpecField, map[string]string{"a b": "c"}), state: v1beta2.StateError, reason: ReasonInvalid},
-		{name: "bad label value", watcher: testWatcher("w", v1beta2.SpecField, map[string]string{"a": "not valid!"}), state: v1beta2.StateError, reason: ReasonInvalid},
-		{name: "subresource as resource", watcher: func() v1beta2.Watcher {
-			w := testWatcher("w", v1beta2.SpecField, nil)
-			w.Spec.ResourceToWatch.Resource = "kymas/status"
-			return w
-		}(), state: v1beta2.StateError, reason: ReasonInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			w := tt.watcher.DeepCopy()
-			w.Generation = 3
-			setWatcherStatus(w)
-			g.Expect(w.Status.State).To(Equal(tt.state))
-			g.Expect(w.Status.Conditions).To(ConsistOf(HaveField("Reason", tt.reason)))
-			if tt.state == v1beta2.StateReady {
-				g.Expect(w.Status.ObservedGeneration).To(Equal(int64(3)))
-			} else {
-				g.Expect(w.Status.ObservedGeneration).To(BeZero())
-			}
-		})
-	}
-}
-
 func TestCredentialsSecretNameFitsASecret(t *testing.T) {
 	long := make([]byte, 300)
 	for i := range long {

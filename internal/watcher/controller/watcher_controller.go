@@ -2,27 +2,30 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
-// Condition type and reasons of a Watcher.
+// Reasons of a Watcher's conditions (Ready, and Stalled while its spec is
+// invalid), stable for alerts and tools.
 const (
-	ConditionReady = "Ready"
-	// ReasonInUse: the Watcher's rule is part of every watched runtime's
-	// webhook configuration (applied on each runtime's next reconcile).
+	// ReasonInUse (Ready=True): the Watcher's rule is valid and part of the
+	// webhook configuration of every watched runtime, as of each runtime's
+	// next agent reconcile, which a Watcher change starts at once.
 	ReasonInUse = "InUse"
-	// ReasonInvalid: the Watcher cannot become a webhook rule; the message
-	// says what to fix.
+	// ReasonInvalid (Ready=False, Stalled=True): the Watcher cannot become a
+	// webhook rule and is left out of every runtime's configuration; the
+	// message names each field and the fix. Editing the spec retries it.
 	ReasonInvalid = "Invalid"
 )
 
@@ -30,37 +33,47 @@ const (
 // Which runtimes run it is the AgentReconciler's business, per Kyma.
 type StatusReconciler struct {
 	Client client.Client
+	// Events reports why a Watcher is invalid; optional.
+	Events *reconciler.Events
 }
 
-// Reconcile computes the Watcher's status from its spec.
+// Reconcile computes the Watcher's status from its spec, on the one
+// reconcile skeleton: a Watcher has no finalizer and no pause, and its only
+// phase reads nothing but the Watcher.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	w := &v1beta2.Watcher{}
 	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	base := w.DeepCopy()
-	setWatcherStatus(w)
-	if equality.Semantic.DeepEqual(base.Status, w.Status) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Client.Status().Patch(ctx, w, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, nil
+	return reconciler.Run(ctx, r.Client, w, reconciler.Phases[*v1beta2.Watcher]{
+		Controller: "watcher",
+		Reconcile:  func(_ context.Context, w *v1beta2.Watcher) reconciler.Outcome { return watcherOutcome(w) },
+		Record:     recordWatcher,
+		Status:     func(w *v1beta2.Watcher) any { return w.Status },
+		Events:     r.Events,
+	})
 }
 
-// setWatcherStatus reads nothing but the Watcher.
-func setWatcherStatus(w *v1beta2.Watcher) {
-	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonInUse,
-		Message: "The rule is part of the webhook configuration of every watched runtime", ObservedGeneration: w.Generation}
-	state := v1beta2.StateReady
-	if err := validate(w); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonInvalid, err.Error()
-		state = v1beta2.StateError
+// watcherOutcome is how a Watcher stands, from its spec alone. An invalid
+// one is Stalled: only an edit can fix it, and the message says which.
+func watcherOutcome(w *v1beta2.Watcher) reconciler.Outcome {
+	problems := specProblems(w)
+	if len(problems) == 0 {
+		return reconciler.Ready(ReasonInUse, "The rule is part of the webhook configuration of every watched runtime", 0)
 	}
-	meta.SetStatusCondition(&w.Status.Conditions, cond)
-	w.Status.State = state
-	if state == v1beta2.StateReady {
+	message := "Fix the spec; the Watcher is left out of every runtime's webhook configuration until then: " + strings.Join(problems, "; ")
+	return reconciler.Stalled(ReasonInvalid, message, errors.New(message))
+}
+
+// recordWatcher records o in the Watcher's status. A Stalled Watcher has its
+// observedGeneration moved too: its current spec was looked at and found
+// invalid, and kstatus reports Failed only for an observed generation (an
+// older one would read "in progress" for good).
+func recordWatcher(w *v1beta2.Watcher, o reconciler.Outcome) {
+	reconciler.Record(reconciler.Status{
+		Conditions: &w.Status.Conditions, State: &w.Status.State, ObservedGeneration: &w.Status.ObservedGeneration,
+	}, w.Generation, o)
+	if o.Kind == reconciler.KindStalled {
 		w.Status.ObservedGeneration = w.Generation
 	}
 }

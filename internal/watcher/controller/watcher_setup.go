@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
 // SetupOptions tune the watcher controllers.
@@ -30,6 +31,7 @@ type SetupOptions struct {
 // looking at when the Kyma appears, is deleted, or changes labels (runtime
 // id, pause), when any Watcher changes, and when its kubeconfig Secret does.
 func (r *AgentReconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
+	r.events = reconciler.NewEvents(r.Recorder)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("watcher-agent").
 		For(&v1beta2.Kyma{}, builder.WithPredicates(kymaChanged())).
@@ -83,8 +85,12 @@ func kymaOfSecret(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetLabels()[v1beta2.KymaNameLabel]}}}
 }
 
-// SetupWithManager registers the StatusReconciler.
+// SetupWithManager registers the StatusReconciler; without Events it
+// reports through the manager's event recorder.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Events == nil {
+		r.Events = reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager"))
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("watcher").
 		For(&v1beta2.Watcher{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
