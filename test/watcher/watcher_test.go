@@ -191,7 +191,7 @@ func TestAgentDeploymentInstalledAndRemoved(t *testing.T) {
 	g.Expect(env.rtClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: agent.DefaultServingSecret}, secret)).To(Succeed())
 	serving, err := pki.ParseCertificate(secret.Data[corev1.TLSCertKey])
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(serving.VerifyHostname("runtime-watcherctrl." + ns + ".svc")).To(Succeed())
+	g.Expect(serving.VerifyHostname("runtime-watcher." + ns + ".svc")).To(Succeed())
 
 	g.Expect(env.kcpClient.Delete(ctx, kyma)).To(Succeed())
 	g.Eventually(func() bool {
