@@ -1,6 +1,8 @@
-// Package metrics defines the operator's Prometheus metrics, registered on
-// controller-runtime's registry so they are served with its own work-queue
-// and reconcile metrics.
+// Package metrics defines every Prometheus metric of the project, so that
+// their names, labels and registries are in one place. The operator's and
+// the watcher listener's are registered on controller-runtime's registry and
+// served with its own work-queue and reconcile metrics; the runtime-watcher
+// agent's get a registry per agent (NewAgent).
 package metrics
 
 import (
@@ -60,6 +62,8 @@ var (
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
 	crmetrics.Registry.MustRegister(RuntimeSlotsFull)
+	crmetrics.Registry.MustRegister(ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
+		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes)
 }
 
 // CountRequeue counts why a controller will look at an object again: the

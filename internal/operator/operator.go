@@ -23,8 +23,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
-	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
@@ -57,8 +57,8 @@ type Options struct {
 	RuntimeQPS   float32
 	RuntimeBurst int
 
-	// Content configures fetching module content.
-	Content ContentOptions
+	// Content configures fetching and rendering module content.
+	Content content.Options
 
 	// KymaSelector limits the Kymas this operator manages (a label
 	// selector); others are left completely alone. Empty selects all.
@@ -87,36 +87,6 @@ type Options struct {
 	MaxWorkersPerRuntime int
 }
 
-// ContentOptions configure where module content comes from.
-type ContentOptions struct {
-	// InsecureRegistries are reached over plain HTTP (local registries).
-	InsecureRegistries []string
-	// CacheDir keeps fetched content across restarts; empty keeps it in
-	// memory only.
-	CacheDir string
-	// MemoryCacheBytes bounds the in-memory content cache.
-	MemoryCacheBytes int64
-
-	// AllowedHosts limits content to these hosts and registries (host,
-	// host:port or *.domain); empty allows any host with public addresses.
-	// Loopback, link-local and private addresses are reached only for
-	// hosts listed here or in InsecureRegistries.
-	AllowedHosts []string
-	// MaxBytes bounds one layer or body; InFlightBytes all downloads in
-	// flight together.
-	MaxBytes, InFlightBytes int64
-	// RenderDeadline, RenderMaxOutputBytes and MaxConcurrentRenders bound
-	// rendering Helm charts.
-	RenderDeadline       time.Duration
-	RenderMaxOutputBytes int64
-	MaxConcurrentRenders int
-	// RegistryCredentialsSecret names a kubernetes.io/dockerconfigjson
-	// Secret in the control-plane namespace whose credentials the operator
-	// uses for OCI registries, read live so that rotation needs no restart.
-	// Empty reads every registry anonymously.
-	RegistryCredentialsSecret string
-}
-
 // DefaultOptions are the operator's defaults; flags override them.
 func DefaultOptions() Options {
 	return Options{
@@ -133,14 +103,7 @@ func DefaultOptions() Options {
 		RuntimeBurst:        100,
 		CatalogSync:         true,
 		CatalogConcurrency:  4,
-		Content: ContentOptions{
-			MemoryCacheBytes:     256 << 20,
-			MaxBytes:             fetch.DefaultMaxBytes,
-			InFlightBytes:        fetch.DefaultInFlightBytes,
-			RenderDeadline:       render.DefaultRenderDeadline,
-			RenderMaxOutputBytes: render.DefaultMaxOutputBytes,
-			MaxConcurrentRenders: render.DefaultMaxConcurrentRenders,
-		},
+		Content:             content.DefaultOptions(),
 
 		RuntimeRequestTimeout: 30 * time.Second,
 		ReconcileTimeout:      3 * time.Minute,
@@ -221,7 +184,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if opts.Content.RegistryCredentialsSecret != "" {
 		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})
 	}
-	content, err := newContent(opts.Content, keychain)
+	pipeline, err := content.New(opts.Content, keychain)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +196,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err := (&kyma.Reconciler{
 		Client:        mgr.GetClient(),
 		Runtimes:      runtimes,
-		Pinner:        content,
+		Pinner:        pipeline,
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
@@ -252,7 +215,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err := (&manifest.Reconciler{
 		Client:        mgr.GetClient(),
 		Runtimes:      runtimes,
-		Renderer:      content,
+		Renderer:      pipeline,
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,

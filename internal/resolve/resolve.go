@@ -91,8 +91,6 @@ func Resolve(kyma *v1beta2.Kyma, catalog Catalog, installed map[string]string) [
 		kyma:      kyma,
 		catalog:   catalog,
 		installed: installed,
-		beta:      labelTrue(kyma.Labels, v1beta2.BetaLabel),
-		internal:  labelTrue(kyma.Labels, v1beta2.InternalLabel),
 	}
 	mandatory := r.mandatorySources()
 
@@ -135,8 +133,6 @@ type resolver struct {
 	kyma      *v1beta2.Kyma
 	catalog   Catalog
 	installed map[string]string
-	beta      bool
-	internal  bool
 }
 
 // mandatorySource is where a mandatory module's version comes from: a
@@ -299,19 +295,10 @@ func (r resolver) resolveChannel(spec v1beta2.Module) Module {
 // Kyma must not even learn it could upgrade to a version it may not see), then
 // no downgrade. origin says where the version came from, for the message.
 func (r resolver) check(module Module, meta *v1beta2.ModuleReleaseMeta, origin string) error {
-	labels := module.Template.Labels
-	var kinds, missing []string
-	if (labelTrue(labels, v1beta2.BetaLabel) || meta != nil && meta.Spec.Beta) && !r.beta {
-		kinds = append(kinds, "beta")
-		missing = append(missing, v1beta2.BetaLabel+"=true")
-	}
-	if (labelTrue(labels, v1beta2.InternalLabel) || meta != nil && meta.Spec.Internal) && !r.internal {
-		kinds = append(kinds, "internal")
-		missing = append(missing, v1beta2.InternalLabel+"=true")
-	}
-	if len(kinds) > 0 {
+	if unmet := RestrictionOf(module.Template.Labels, meta).Unmet(r.kyma.Labels); unmet != (Restriction{}) {
+		kinds, missing := unmet.describe()
 		return newError(ErrNotVisible, "module %q version %s is %s; the Kyma is not labelled %s",
-			module.Name, module.Version, strings.Join(kinds, " and "), strings.Join(missing, " and "))
+			module.Name, module.Version, kinds, missing)
 	}
 
 	current, err := semver.StrictNewVersion(r.installed[module.Name])
@@ -338,8 +325,4 @@ func objectOrder(a, b *v1beta2.ModuleTemplate) int {
 func isSemver(version string) bool {
 	_, err := semver.StrictNewVersion(version)
 	return err == nil
-}
-
-func labelTrue(labels map[string]string, key string) bool {
-	return strings.EqualFold(labels[key], "true")
 }

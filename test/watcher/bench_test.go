@@ -21,7 +21,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
-	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
@@ -54,7 +53,7 @@ func BenchmarkReportLatency(b *testing.B) {
 			const module = "latency-probe"
 			present := i%2 == 0
 			reconciles := counter(metrics.KymaReconciles)
-			rechecks := counter(listener.Rechecks)
+			rechecks := counter(metrics.ListenerRechecks)
 			var changed time.Time
 			g.Eventually(func(g Gomega) {
 				kyma := &v1beta2.Kyma{}
@@ -82,7 +81,7 @@ func BenchmarkReportLatency(b *testing.B) {
 
 			// The listener's recheck of this change, and its reconcile, pass
 			// before the next change, so that they are not taken for its.
-			for counter(listener.Rechecks) == rechecks {
+			for counter(metrics.ListenerRechecks) == rechecks {
 				g.Expect(time.Now().Before(deadline)).To(BeTrue(), "change %d was never rechecked", i)
 				time.Sleep(5 * time.Millisecond)
 			}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
-	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 )
 
 // moduleWatcher watches the evolving module's ConfigMaps in runtimes.
@@ -78,7 +78,7 @@ func TestModuleResourceDriftIsCorrectedAtOnce(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed(), "the runtime's API server does not call the agent for module ConfigMaps")
 	k.settle(t)
 
-	accepted := counter(listener.ReportsAccepted)
+	accepted := counter(metrics.ListenerReportsAccepted)
 	start := time.Now()
 	g.Eventually(func(g Gomega) {
 		cm := &corev1.ConfigMap{}
@@ -92,5 +92,5 @@ func TestModuleResourceDriftIsCorrectedAtOnce(t *testing.T) {
 		g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"))
 	}, 10*time.Second, 20*time.Millisecond).Should(Succeed(), "the module's drift is not corrected at once")
 	t.Logf("module drift in the runtime corrected after %s", time.Since(start).Round(time.Millisecond))
-	g.Expect(counter(listener.ReportsAccepted)).To(BeNumerically(">", accepted))
+	g.Expect(counter(metrics.ListenerReportsAccepted)).To(BeNumerically(">", accepted))
 }

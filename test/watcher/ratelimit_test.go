@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
@@ -49,7 +50,7 @@ func TestFloodingRuntimeDoesNotHoldUpAnother(t *testing.T) {
 	flooder := reporter(g, creds.Data[pki.ClientCertKey], creds.Data[pki.ClientKeyKey], creds.Data[pki.CAKey])
 
 	// 8 connections send reports until the quiet runtime is done.
-	limitedBefore := counter(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))
+	limitedBefore := counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonRateLimited))
 	var accepted, limited, failed atomic.Int64
 	var badRetryAfter atomic.Value
 	stop := make(chan struct{})
@@ -112,7 +113,7 @@ func TestFloodingRuntimeDoesNotHoldUpAnother(t *testing.T) {
 	g.Expect(badRetryAfter.Load()).To(BeNil(), "a 429 without a Retry-After of whole seconds")
 	g.Expect(accepted.Load()).To(BeNumerically("<=", int64(defaults.ReportBurst)+int64(elapsed.Seconds()*defaults.ReportRate)+1),
 		"the flooding runtime got more than its burst and rate")
-	g.Expect(counter(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))).To(BeNumerically(">=", limitedBefore+float64(limited.Load())))
+	g.Expect(counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonRateLimited))).To(BeNumerically(">=", limitedBefore+float64(limited.Load())))
 	t.Logf("flooding runtime: %d reports accepted, %d answered 429 in %s", accepted.Load(), limited.Load(), elapsed.Round(time.Millisecond))
 
 	editRuntimeKyma(t, removeModule("edited-during-flood"))

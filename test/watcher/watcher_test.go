@@ -33,13 +33,13 @@ import (
 func TestRuntimeKymaEditReachesControlPlaneAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	k := newWatchedKyma(t, "edit")
-	acceptedBefore := counter(listener.ReportsAccepted)
+	acceptedBefore := counter(metrics.ListenerReportsAccepted)
 
 	start := time.Now()
 	editRuntimeKyma(t, addModule("edited-in-runtime"))
 	g.Eventually(k.statusModules, 10*time.Second, 10*time.Millisecond).Should(ContainElement("edited-in-runtime"))
 	t.Logf("runtime edit visible in the control plane's status after %s", time.Since(start).Round(time.Millisecond))
-	g.Eventually(func() float64 { return counter(listener.ReportsAccepted) }, 10*time.Second, interval).Should(BeNumerically(">", acceptedBefore))
+	g.Eventually(func() float64 { return counter(metrics.ListenerReportsAccepted) }, 10*time.Second, interval).Should(BeNumerically(">", acceptedBefore))
 	g.Expect(k.admissions("UPDATE", agent.ResultReported)).To(BeNumerically(">=", 1))
 
 	// A change of nothing watched (the runtime Kyma's labels) is not
@@ -216,13 +216,13 @@ func TestCertificateFromAnotherCAIsRefused(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	forged, err := other.Issue(pki.Request{CommonName: k.runtimeID, Usage: pki.ClientAuth, Validity: time.Hour})
 	g.Expect(err).NotTo(HaveOccurred())
-	handshakes := counter(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake))
-	accepted := counter(listener.ReportsAccepted)
+	handshakes := counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonTLSHandshake))
+	accepted := counter(metrics.ListenerReportsAccepted)
 
 	_, _, err = post(reporter(g, forged.CertPEM, forged.KeyPEM, creds[pki.CAKey]), reportFor(k.name))
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(Or(ContainSubstring("certificate"), ContainSubstring("tls")))
-	g.Eventually(func() float64 { return counter(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake)) }, 5*time.Second, interval).
+	g.Eventually(func() float64 { return counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonTLSHandshake)) }, 5*time.Second, interval).
 		Should(BeNumerically(">", handshakes))
 
 	// Without a client certificate, and with TLS 1.2, neither.
@@ -235,7 +235,7 @@ func TestCertificateFromAnotherCAIsRefused(t *testing.T) {
 	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{MaxVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
 	_, _, err = post(old, reportFor(k.name))
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(counter(listener.ReportsAccepted)).To(Equal(accepted))
+	g.Expect(counter(metrics.ListenerReportsAccepted)).To(Equal(accepted))
 
 	// The genuine certificate works.
 	code, msg, err := post(k.reporter(g), reportFor(k.name))
@@ -261,12 +261,12 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 		return env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, &corev1.Secret{})
 	}, timeout, interval).Should(Succeed())
 
-	mismatches := counter(listener.Rejected.WithLabelValues(listener.ReasonRuntimeMismatch))
+	mismatches := counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonRuntimeMismatch))
 	code, msg, err := post(a.reporter(g), reportFor(b.Name))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(http.StatusForbidden))
 	g.Expect(msg).To(Equal(listener.ReasonRuntimeMismatch))
-	g.Expect(counter(listener.Rejected.WithLabelValues(listener.ReasonRuntimeMismatch))).To(Equal(mismatches + 1))
+	g.Expect(counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonRuntimeMismatch))).To(Equal(mismatches + 1))
 
 	// An object in runtime A labelled with B's Kyma is reported for B by A's
 	// agent, and refused.
@@ -276,10 +276,10 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 	g.Expect(env.rtClient.Create(ctx, cm)).To(Succeed())
 	defer func() { _ = env.rtClient.Delete(ctx, cm) }()
 	g.Eventually(func() float64 { return a.failures(agent.ReasonRejected) }, 10*time.Second, interval).Should(BeNumerically(">", rejected))
-	g.Expect(counter(listener.Rejected.WithLabelValues(listener.ReasonRuntimeMismatch))).To(BeNumerically(">=", mismatches+2))
+	g.Expect(counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonRuntimeMismatch))).To(BeNumerically(">=", mismatches+2))
 
 	// Once its Kyma is gone, a runtime's certificate is good for nothing.
-	unknown := counter(listener.Rejected.WithLabelValues(listener.ReasonUnknownRuntime))
+	unknown := counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonUnknownRuntime))
 	creds := &corev1.Secret{}
 	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, creds)).To(Succeed())
 	bClient := reporter(g, creds.Data[pki.ClientCertKey], creds.Data[pki.ClientKeyKey], creds.Data[pki.CAKey])
@@ -291,7 +291,7 @@ func TestReportForAnotherRuntimeIsRefused(t *testing.T) {
 		code, _, _ := post(bClient, reportFor(b.Name))
 		return code
 	}, timeout, interval).Should(Equal(http.StatusForbidden))
-	g.Expect(counter(listener.Rejected.WithLabelValues(listener.ReasonUnknownRuntime))).To(BeNumerically(">", unknown))
+	g.Expect(counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonUnknownRuntime))).To(BeNumerically(">", unknown))
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: pkiNamespace, Name: watcherctrl.CredentialsSecretName(b.Name)}, &corev1.Secret{}))
 	}, timeout, interval).Should(BeTrue(), "B's credentials outlive its Kyma")
@@ -302,7 +302,7 @@ func TestOversizeReportIsRefused(t *testing.T) {
 	g := NewWithT(t)
 	k := newWatchedKyma(t, "oversize")
 	c := k.reporter(g)
-	tooLarge := counter(listener.Rejected.WithLabelValues(listener.ReasonTooLarge))
+	tooLarge := counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonTooLarge))
 
 	body := fmt.Appendf(nil, `{"kyma":%q,"operation":"UPDATE","object":{"version":"v1","kind":"ConfigMap","name":"x"},"id":"%s"}`,
 		k.name, strings.Repeat("x", report.MaxBytes))
@@ -313,7 +313,7 @@ func TestOversizeReportIsRefused(t *testing.T) {
 		// The listener may close the connection while the client still sends.
 		g.Expect(errors.Is(err, http.ErrBodyNotAllowed) || strings.Contains(err.Error(), "connection")).To(BeTrue(), err.Error())
 	}
-	g.Eventually(func() float64 { return counter(listener.Rejected.WithLabelValues(listener.ReasonTooLarge)) }, 5*time.Second, interval).
+	g.Eventually(func() float64 { return counter(metrics.ListenerRejected.WithLabelValues(listener.ReasonTooLarge)) }, 5*time.Second, interval).
 		Should(Equal(tooLarge + 1))
 
 	code, _, err = post(c, []byte(`{"operation":"PATCH"}`))
@@ -328,22 +328,22 @@ func TestOversizeReportIsRefused(t *testing.T) {
 func TestListenerDownFallsBackToPeriodicReconcile(t *testing.T) {
 	g := NewWithT(t)
 	k := newWatchedKyma(t, "listener-down")
-	g.Eventually(func() float64 { return counter(listener.SilentRuntimes) }, timeout, interval).Should(BeZero())
+	g.Eventually(func() float64 { return counter(metrics.WatcherSilentRuntimes) }, timeout, interval).Should(BeZero())
 
 	k.proxy.stop()
 	retries := counter(k.agent.Metrics().ReportRetries)
-	fallbacks := counter(listener.FallbackRequeues)
+	fallbacks := counter(metrics.WatcherFallbackRequeues)
 	editRuntimeKyma(t, addModule("while-listener-down"))
 	g.Eventually(func() float64 { return k.failures(agent.ReasonRetriesExhausted) }, timeout, interval).Should(BeNumerically(">=", 1))
 	g.Expect(counter(k.agent.Metrics().ReportRetries)-retries).To(BeNumerically(">=", 3), "the agent did not retry")
 	g.Expect(k.failures(agent.ReasonUnreachable)).To(BeNumerically(">=", 4))
 
 	g.Eventually(k.statusModules, timeout, interval).Should(ContainElement("while-listener-down"))
-	g.Expect(counter(listener.FallbackRequeues)).To(BeNumerically(">", fallbacks))
-	g.Expect(counter(listener.SilentRuntimes)).To(BeNumerically(">=", 1))
+	g.Expect(counter(metrics.WatcherFallbackRequeues)).To(BeNumerically(">", fallbacks))
+	g.Expect(counter(metrics.WatcherSilentRuntimes)).To(BeNumerically(">=", 1))
 
 	g.Expect(k.proxy.start()).To(Succeed())
-	g.Eventually(func() float64 { return counter(listener.SilentRuntimes) }, timeout, interval).Should(BeZero())
+	g.Eventually(func() float64 { return counter(metrics.WatcherSilentRuntimes) }, timeout, interval).Should(BeZero())
 	sent := counter(k.agent.Metrics().ReportsSent)
 	editRuntimeKyma(t, removeModule("while-listener-down"))
 	g.Eventually(k.statusModules, 10*time.Second, 10*time.Millisecond).ShouldNot(ContainElement("while-listener-down"))

@@ -29,6 +29,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
 // FieldManager owns the catalog copies in runtimes.
@@ -162,12 +163,8 @@ type source struct {
 // labelled operator.kyma-project.io/sync=false, and none that targets the
 // control plane.
 func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source, error) {
-	beta := strings.EqualFold(kyma.Labels[v1beta2.BetaLabel], "true")
-	internal := strings.EqualFold(kyma.Labels[v1beta2.InternalLabel], "true")
-	visible := func(labels map[string]string, isBeta, isInternal bool) bool {
-		isBeta = isBeta || strings.EqualFold(labels[v1beta2.BetaLabel], "true")
-		isInternal = isInternal || strings.EqualFold(labels[v1beta2.InternalLabel], "true")
-		return (!isBeta || beta) && (!isInternal || internal) && !strings.EqualFold(labels[v1beta2.SyncLabel], "false")
+	visible := func(labels map[string]string, restriction resolve.Restriction) bool {
+		return restriction.VisibleTo(kyma.Labels) && !strings.EqualFold(labels[v1beta2.SyncLabel], "false")
 	}
 
 	metas := &v1beta2.ModuleReleaseMetaList{}
@@ -178,7 +175,7 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 	var out []source
 	for i := range metas.Items {
 		m := &metas.Items[i]
-		if !visible(m.Labels, m.Spec.Beta, m.Spec.Internal) {
+		if !visible(m.Labels, resolve.RestrictionOf(m.Labels, m)) {
 			hidden[m.Spec.ModuleName] = true
 			continue
 		}
@@ -194,7 +191,7 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 	}
 	for i := range templates.Items {
 		t := &templates.Items[i]
-		if hidden[t.Spec.ModuleName] || !visible(t.Labels, false, false) {
+		if hidden[t.Spec.ModuleName] || !visible(t.Labels, resolve.RestrictionOf(t.Labels, nil)) {
 			continue
 		}
 		if t.Spec.Target == v1beta2.TargetControlPlane {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -336,13 +337,7 @@ func kymaName(manifest *v1beta2.Manifest) string {
 // namespacedFunc answers from the runtime's REST mapper whether a kind is
 // namespaced.
 func namespacedFunc(mapper meta.RESTMapper) func(schema.GroupVersionKind) (bool, error) {
-	return func(gvk schema.GroupVersionKind) (bool, error) {
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return false, err
-		}
-		return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
-	}
+	return transform.RESTMapperScope(mapper)
 }
 
 func joinShort(items []string, total int) string {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
@@ -108,7 +109,7 @@ func DefaultOptions() Options {
 type Agent struct {
 	opts    Options
 	log     logr.Logger
-	metrics *Metrics
+	metrics *metrics.Agent
 	creds   *credentials
 	sender  *sender
 	client  kubernetes.Interface
@@ -138,7 +139,7 @@ func New(opts Options) (*Agent, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	a := &Agent{opts: opts, log: log, metrics: newMetrics(), client: client}
+	a := &Agent{opts: opts, log: log, metrics: metrics.NewAgent(), client: client}
 	a.creds = newCredentials(opts, a.metrics, log.WithName("credentials"))
 	a.sender = newSender(opts, a.creds, a.metrics, log.WithName("sender"))
 
@@ -161,7 +162,7 @@ func (a *Agent) WebhookURL() string {
 }
 
 // Metrics are the agent's metrics.
-func (a *Agent) Metrics() *Metrics { return a.metrics }
+func (a *Agent) Metrics() *metrics.Agent { return a.metrics }
 
 // Ready reports whether the agent has its certificates.
 func (a *Agent) Ready() bool { return a.creds.ready() }

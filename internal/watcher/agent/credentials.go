@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
@@ -30,7 +31,7 @@ import (
 // listener accepts the old certificate while it is valid.
 type credentials struct {
 	opts    Options
-	metrics *Metrics
+	metrics *metrics.Agent
 	log     logr.Logger
 
 	serving atomic.Pointer[tls.Certificate]
@@ -46,8 +47,8 @@ type clientState struct {
 	transport *http.Transport
 }
 
-func newCredentials(opts Options, metrics *Metrics, log logr.Logger) *credentials {
-	return &credentials{opts: opts, metrics: metrics, log: log}
+func newCredentials(opts Options, m *metrics.Agent, log logr.Logger) *credentials {
+	return &credentials{opts: opts, metrics: m, log: log}
 }
 
 // run watches the Secrets until ctx is done. Each informer lists and watches

@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
@@ -37,7 +38,7 @@ import (
 type sender struct {
 	opts    Options
 	creds   *credentials
-	metrics *Metrics
+	metrics *metrics.Agent
 	log     logr.Logger
 	queue   workqueue.TypedRateLimitingInterface[string]
 
@@ -45,9 +46,9 @@ type sender struct {
 	pending map[string]*report.Report
 }
 
-func newSender(opts Options, creds *credentials, metrics *Metrics, log logr.Logger) *sender {
+func newSender(opts Options, creds *credentials, m *metrics.Agent, log logr.Logger) *sender {
 	return &sender{
-		opts: opts, creds: creds, metrics: metrics, log: log,
+		opts: opts, creds: creds, metrics: m, log: log,
 		queue: workqueue.NewTypedRateLimitingQueue(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.BaseBackoff, opts.MaxBackoff)),
 		pending: map[string]*report.Report{},

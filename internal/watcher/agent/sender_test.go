@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
@@ -92,7 +93,7 @@ func startListener(t *testing.T, change ...func(*listener.Options)) *testListene
 }
 
 // newTestSender returns a running sender with runtime-a's certificate.
-func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sender, *Metrics) {
+func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sender, *metrics.Agent) {
 	t.Helper()
 	opts := DefaultOptions()
 	opts.ListenerURL = l.url
@@ -107,8 +108,8 @@ func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sende
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics := newMetrics()
-	creds := newCredentials(opts, metrics, logr.Discard())
+	m := metrics.NewAgent()
+	creds := newCredentials(opts, m, logr.Discard())
 	state, err := newClientState(kp.CertPEM, kp.KeyPEM, l.ca.CertPEM(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -118,12 +119,12 @@ func newTestSender(t *testing.T, l *testListener, change func(*Options)) (*sende
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s := newSender(opts, creds, metrics, log)
+	s := newSender(opts, creds, m, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return s, metrics
+	return s, m
 }
 
 func testReport(name, kyma string) *report.Report {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 )
 
 // Health remembers when each runtime's agent was last heard from (a report
@@ -126,12 +127,12 @@ func (f *Fallback) round(ctx context.Context, now time.Time) error {
 		ev.Object.Namespace, ev.Object.Name = kyma.Namespace, kyma.Name
 		select {
 		case f.Requeue <- ev:
-			FallbackRequeues.Inc()
+			metrics.WatcherFallbackRequeues.Inc()
 		case <-ctx.Done():
 			return nil
 		}
 	}
-	SilentRuntimes.Set(float64(silent))
+	metrics.WatcherSilentRuntimes.Set(float64(silent))
 	f.Health.keepOnly(ids)
 	return nil
 }

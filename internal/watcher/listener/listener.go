@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
 )
 
@@ -179,11 +180,11 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, runtimeID string) 
 func (l *Listener) instrument(path string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		InFlight.Inc()
-		defer InFlight.Dec()
+		metrics.ListenerInFlight.Inc()
+		defer metrics.ListenerInFlight.Dec()
 		code := l.authenticate(w, r, h)
-		Requests.WithLabelValues(path, strconv.Itoa(code)).Inc()
-		Latency.WithLabelValues(path).Observe(time.Since(start).Seconds())
+		metrics.ListenerRequests.WithLabelValues(path, strconv.Itoa(code)).Inc()
+		metrics.ListenerLatency.WithLabelValues(path).Observe(time.Since(start).Seconds())
 	})
 }
 
@@ -198,18 +199,18 @@ func (l *Listener) authenticate(w http.ResponseWriter, r *http.Request, h handle
 	}
 	leaf := r.TLS.VerifiedChains[0][0]
 	if time.Now().After(leaf.NotAfter) {
-		Rejected.WithLabelValues(ReasonCertificateExpired).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonCertificateExpired).Inc()
 		return reply(w, http.StatusUnauthorized, "client certificate expired")
 	}
 	runtimeID := leaf.Subject.CommonName
 	if runtimeID == "" {
-		Rejected.WithLabelValues(ReasonUnknownRuntime).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonUnknownRuntime).Inc()
 		return reply(w, http.StatusForbidden, "client certificate names no runtime")
 	}
 	// The limit comes before the body is read and the Kymas are looked up,
 	// so that a refused request costs next to nothing.
 	if ok, wait := l.limiter.allow(runtimeID, time.Now()); !ok {
-		Rejected.WithLabelValues(ReasonRateLimited).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonRateLimited).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
 		return reply(w, http.StatusTooManyRequests, fmt.Sprintf("over %g reports per second; retry later", l.opts.ReportRate))
 	}
@@ -219,12 +220,12 @@ func (l *Listener) authenticate(w http.ResponseWriter, r *http.Request, h handle
 func (l *Listener) serveHeartbeat(w http.ResponseWriter, r *http.Request, runtimeID string) int {
 	kymas, err := l.opts.Kymas.KymasOf(r.Context(), runtimeID)
 	if err != nil {
-		Rejected.WithLabelValues(ReasonLookup).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonLookup).Inc()
 		l.log.Error(err, "Looking up the Kymas of a runtime", "runtimeID", runtimeID)
 		return reply(w, http.StatusServiceUnavailable, "lookup failed")
 	}
 	if len(kymas) == 0 {
-		Rejected.WithLabelValues(ReasonUnknownRuntime).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonUnknownRuntime).Inc()
 		return reply(w, http.StatusForbidden, ReasonUnknownRuntime)
 	}
 	l.opts.Health.Seen(runtimeID, time.Now())
@@ -237,32 +238,32 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			Rejected.WithLabelValues(ReasonTooLarge).Inc()
+			metrics.ListenerRejected.WithLabelValues(ReasonTooLarge).Inc()
 			l.log.Info("Refused an oversize report", "runtimeID", runtimeID, "limit", l.opts.MaxBodyBytes)
 			return reply(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a report is at most %d bytes", l.opts.MaxBodyBytes))
 		}
-		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonMalformed).Inc()
 		return reply(w, http.StatusBadRequest, "reading the body failed")
 	}
 	rep := &report.Report{}
 	if err := json.Unmarshal(body, rep); err != nil {
-		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonMalformed).Inc()
 		return reply(w, http.StatusBadRequest, "the body is not a report")
 	}
 	if err := Validate(rep); err != nil {
-		Rejected.WithLabelValues(ReasonMalformed).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonMalformed).Inc()
 		return reply(w, http.StatusBadRequest, err.Error())
 	}
 
 	kymas, err := l.opts.Kymas.KymasOf(r.Context(), runtimeID)
 	if err != nil {
-		Rejected.WithLabelValues(ReasonLookup).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonLookup).Inc()
 		l.log.Error(err, "Looking up the Kymas of a runtime", "runtimeID", runtimeID)
 		return reply(w, http.StatusServiceUnavailable, "lookup failed")
 	}
 	targets, reason := Authorize(rep, kymas)
 	if reason != "" {
-		Rejected.WithLabelValues(reason).Inc()
+		metrics.ListenerRejected.WithLabelValues(reason).Inc()
 		l.log.Info("Refused a report", "reason", reason, "runtimeID", runtimeID, "kyma", rep.Kyma, "id", rep.ID)
 		return reply(w, http.StatusForbidden, reason)
 	}
@@ -271,7 +272,7 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 		requeue = append(requeue, target{key: kyma})
 	}
 	if manifest, ok, err := l.manifestOf(r.Context(), rep, targets); err != nil {
-		Rejected.WithLabelValues(ReasonLookup).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonLookup).Inc()
 		l.log.Error(err, "Looking up the Manifest of a module", "runtimeID", runtimeID, "kyma", rep.Kyma, "module", rep.Module)
 		return reply(w, http.StatusServiceUnavailable, "lookup failed")
 	} else if ok {
@@ -288,10 +289,10 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 		if r.Context().Err() != nil {
 			return reply(w, http.StatusServiceUnavailable, "cancelled")
 		}
-		Rejected.WithLabelValues(ReasonBusy).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonBusy).Inc()
 		return reply(w, http.StatusServiceUnavailable, "the queue is busy; retry")
 	}
-	ReportsAccepted.Inc()
+	metrics.ListenerReportsAccepted.Inc()
 	l.scheduleRechecks(requeue)
 	l.log.V(1).Info("Report accepted", "id", rep.ID, "runtimeID", runtimeID, "kyma", rep.Kyma, "module", rep.Module,
 		"operation", rep.Operation, "object", rep.Object.Key(), "changedAt", rep.ChangedAt)
@@ -351,7 +352,7 @@ func (l *Listener) scheduleRechecks(targets []target) {
 			ctx := l.ctx
 			l.mu.Unlock()
 			if l.send(t, nil, ctx.Done()) {
-				Rechecks.Inc()
+				metrics.ListenerRechecks.Inc()
 			}
 		})
 	}
@@ -411,7 +412,7 @@ type handshakeCounter struct{ log logr.Logger }
 func (h handshakeCounter) Write(p []byte) (int, error) {
 	msg := strings.TrimSpace(string(p))
 	if strings.Contains(msg, "TLS handshake error") {
-		Rejected.WithLabelValues(ReasonTLSHandshake).Inc()
+		metrics.ListenerRejected.WithLabelValues(ReasonTLSHandshake).Inc()
 	}
 	h.log.V(1).Info(msg)
 	return len(p), nil

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
@@ -232,13 +233,13 @@ func TestListenerAcceptsOnlyItsRuntimesReports(t *testing.T) {
 			}
 			var before float64
 			if tt.reason != "" {
-				before = value(listener.Rejected.WithLabelValues(tt.reason))
+				before = value(metrics.ListenerRejected.WithLabelValues(tt.reason))
 			}
 			code, msg, err := e.post(tt.client, method, path, tt.body)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(code).To(Equal(tt.code), msg)
 			if tt.reason != "" {
-				g.Expect(value(listener.Rejected.WithLabelValues(tt.reason))).To(Equal(before + 1))
+				g.Expect(value(metrics.ListenerRejected.WithLabelValues(tt.reason))).To(Equal(before + 1))
 			}
 			kymas, manifests := e.drain()
 			g.Expect(kymas).To(Equal(tt.requeue))
@@ -268,10 +269,10 @@ func TestListenerRefusesUntrustedConnections(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			before := value(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake))
+			before := value(metrics.ListenerRejected.WithLabelValues(listener.ReasonTLSHandshake))
 			_, _, err := e.post(tt.client, http.MethodPost, report.ReportPath, body("kyma-a"))
 			g.Expect(err).To(HaveOccurred())
-			g.Eventually(func() float64 { return value(listener.Rejected.WithLabelValues(listener.ReasonTLSHandshake)) }, 5*time.Second, 10*time.Millisecond).
+			g.Eventually(func() float64 { return value(metrics.ListenerRejected.WithLabelValues(listener.ReasonTLSHandshake)) }, 5*time.Second, 10*time.Millisecond).
 				Should(BeNumerically(">", before))
 			g.Expect(e.requeue).To(BeEmpty())
 		})
@@ -286,11 +287,11 @@ func TestListenerAnswersBusyWhenTheQueueDoesNotTake(t *testing.T) {
 	for range cap(e.requeue) {
 		e.requeue <- event.TypedGenericEvent[*v1beta2.Kyma]{Object: &v1beta2.Kyma{}}
 	}
-	before := value(listener.Rejected.WithLabelValues(listener.ReasonBusy))
+	before := value(metrics.ListenerRejected.WithLabelValues(listener.ReasonBusy))
 	code, _, err := e.post(a, http.MethodPost, report.ReportPath, body("kyma-a"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(http.StatusServiceUnavailable), "the agent must retry")
-	g.Expect(value(listener.Rejected.WithLabelValues(listener.ReasonBusy))).To(Equal(before + 1))
+	g.Expect(value(metrics.ListenerRejected.WithLabelValues(listener.ReasonBusy))).To(Equal(before + 1))
 }
 
 // A reported Kyma is requeued at once and once more after the recheck
@@ -300,7 +301,7 @@ func TestListenerRechecksOncePerPeriod(t *testing.T) {
 	g := NewWithT(t)
 	e := start(t, func(o *listener.Options) { o.RecheckAfter = 300 * time.Millisecond })
 	a := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
-	rechecks := value(listener.Rechecks)
+	rechecks := value(metrics.ListenerRechecks)
 	for range 3 {
 		code, msg, err := e.post(a, http.MethodPost, report.ReportPath, body("kyma-a"))
 		g.Expect(err).NotTo(HaveOccurred())
@@ -312,7 +313,7 @@ func TestListenerRechecksOncePerPeriod(t *testing.T) {
 	}
 	g.Eventually(e.requeue, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", "kyma-a")))
 	g.Consistently(e.requeue, 600*time.Millisecond, 10*time.Millisecond).ShouldNot(Receive())
-	g.Expect(value(listener.Rechecks)).To(Equal(rechecks + 1))
+	g.Expect(value(metrics.ListenerRechecks)).To(Equal(rechecks + 1))
 
 	// A module resource's Manifest is rechecked as well, once.
 	for range 2 {
@@ -326,7 +327,7 @@ func TestListenerRechecksOncePerPeriod(t *testing.T) {
 	g.Eventually(e.manifests, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", manifestA.Name)))
 	g.Eventually(e.requeue, 2*time.Second, 10*time.Millisecond).Should(Receive(HaveField("Object.Name", "kyma-a")))
 	g.Consistently(e.manifests, 600*time.Millisecond, 10*time.Millisecond).ShouldNot(Receive())
-	g.Expect(value(listener.Rechecks)).To(Equal(rechecks + 3))
+	g.Expect(value(metrics.ListenerRechecks)).To(Equal(rechecks + 3))
 }
 
 // A Manifest is found by the Kyma controller's name for it, and only if it
@@ -470,7 +471,7 @@ func TestListenerRateLimitsEachRuntimeOnItsOwn(t *testing.T) {
 	// runtime-a floods: 20 connections, 300 reports.
 	flooder := e.client(t, e.ca, "runtime-a", tls.VersionTLS13)
 	flooder.Transport.(*http.Transport).MaxIdleConnsPerHost = 20
-	limitedBefore := value(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))
+	limitedBefore := value(metrics.ListenerRejected.WithLabelValues(listener.ReasonRateLimited))
 	var accepted, limited, other atomic.Int64
 	var badRetryAfter atomic.Value
 	firstLimited := make(chan struct{})
@@ -534,7 +535,7 @@ func TestListenerRateLimitsEachRuntimeOnItsOwn(t *testing.T) {
 	g.Expect(accepted.Load() + limited.Load()).To(Equal(int64(300)))
 	// The bucket's promise: no more than the burst plus the refill.
 	g.Expect(accepted.Load()).To(BeNumerically("<=", burst+int64(elapsed.Seconds()*rate)+1))
-	g.Expect(value(listener.Rejected.WithLabelValues(listener.ReasonRateLimited))).To(Equal(limitedBefore + float64(limited.Load())))
+	g.Expect(value(metrics.ListenerRejected.WithLabelValues(listener.ReasonRateLimited))).To(Equal(limitedBefore + float64(limited.Load())))
 	g.Eventually(func() int { return requeuedOf("kyma-a") }, 5*time.Second, 10*time.Millisecond).Should(Equal(int(accepted.Load())),
 		"a refused report requeued a Kyma")
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 )
 
 // sweepEvery is how often the limiter looks for buckets to forget, at most.
@@ -56,7 +58,7 @@ func (l *runtimeLimiter) allow(runtimeID string, now time.Time) (bool, time.Dura
 	if !ok {
 		bucket = rate.NewLimiter(l.rate, l.burst)
 		l.buckets[runtimeID] = bucket
-		RateLimitBuckets.Set(float64(len(l.buckets)))
+		metrics.ListenerRateLimitBuckets.Set(float64(len(l.buckets)))
 	}
 	if bucket.AllowN(now, 1) {
 		return true, 0
@@ -76,7 +78,7 @@ func (l *runtimeLimiter) sweep(now time.Time) {
 			delete(l.buckets, id)
 		}
 	}
-	RateLimitBuckets.Set(float64(len(l.buckets)))
+	metrics.ListenerRateLimitBuckets.Set(float64(len(l.buckets)))
 }
 
 // size is the number of buckets held.

@@ -1,48 +1,15 @@
-package agent
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// Results of an admission request, the label of AdmissionRequests.
-const (
-	ResultReported  = "reported"
-	ResultUnchanged = "unchanged"
-	ResultDryRun    = "dry_run"
-	ResultIgnored   = "ignored"
-	ResultMalformed = "malformed"
-)
-
-// Reasons of ReportFailures.
-const (
-	// ReasonUnreachable: no answer from the listener (connection, TLS,
-	// timeout); retried.
-	ReasonUnreachable = "unreachable"
-	// ReasonServerError: the listener answered 5xx; retried.
-	ReasonServerError = "server_error"
-	// ReasonThrottled: the listener answered 429, the runtime is over its
-	// rate limit; retried after the answer's Retry-After without using up an
-	// attempt.
-	ReasonThrottled = "throttled"
-	// ReasonRejected: the listener refused the report (4xx); not retried,
-	// since sending it again cannot change the answer.
-	ReasonRejected = "rejected"
-	// ReasonRetriesExhausted: dropped after the last attempt; the control
-	// plane's periodic reconcile picks the change up instead.
-	ReasonRetriesExhausted = "retries_exhausted"
-	// ReasonTooLarge: the encoded report was over the size limit; dropped.
-	ReasonTooLarge = "too_large"
-	// ReasonQueueFull: too many objects waiting to be reported; dropped, so
-	// that the agent's memory stays bounded.
-	ReasonQueueFull = "queue_full"
-	// ReasonNoCredentials: the client certificate is not loaded yet.
-	ReasonNoCredentials = "no_credentials"
-)
-
-// Metrics are the agent's Prometheus metrics, on a registry of its own so
-// that several agents can run in one process (tests, dev environment).
-type Metrics struct {
+// Agent are the runtime-watcher agent's Prometheus metrics, on a registry of
+// their own (not controller-runtime's): the agent serves them itself, and
+// several agents can run in one process (tests, dev environment). The label
+// values are the agent package's Result* and Reason* constants.
+type Agent struct {
 	Registry *prometheus.Registry
 
 	// AdmissionRequests counts webhook calls by operation and result.
@@ -69,8 +36,10 @@ type Metrics struct {
 	Pending prometheus.Gauge
 }
 
-func newMetrics() *Metrics {
-	m := &Metrics{
+// NewAgent returns one agent's metrics, registered on a new registry with
+// the Go and process collectors.
+func NewAgent() *Agent {
+	m := &Agent{
 		Registry: prometheus.NewRegistry(),
 		AdmissionRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runtime_watcher_admission_requests_total",

@@ -1,0 +1,71 @@
+package content
+
+import (
+	"flag"
+	"strings"
+	"time"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+)
+
+// Options configure where module content comes from and how much of it the
+// operator takes.
+type Options struct {
+	// InsecureRegistries are reached over plain HTTP (local registries).
+	InsecureRegistries []string
+	// CacheDir keeps fetched content across restarts; empty keeps it in
+	// memory only.
+	CacheDir string
+	// MemoryCacheBytes bounds the in-memory content cache.
+	MemoryCacheBytes int64
+
+	// AllowedHosts limits content to these hosts and registries (host,
+	// host:port or *.domain); empty allows any host with public addresses.
+	// Loopback, link-local and private addresses are reached only for
+	// hosts listed here or in InsecureRegistries.
+	AllowedHosts []string
+	// MaxBytes bounds one layer or body; InFlightBytes all downloads in
+	// flight together.
+	MaxBytes, InFlightBytes int64
+	// RenderDeadline, RenderMaxOutputBytes and MaxConcurrentRenders bound
+	// rendering Helm charts.
+	RenderDeadline       time.Duration
+	RenderMaxOutputBytes int64
+	MaxConcurrentRenders int
+	// RegistryCredentialsSecret names a kubernetes.io/dockerconfigjson
+	// Secret in the control-plane namespace whose credentials the operator
+	// uses for OCI registries, read live so that rotation needs no restart.
+	// Empty reads every registry anonymously. The operator turns it into
+	// the keychain it passes to New, since reading it needs its client.
+	RegistryCredentialsSecret string
+}
+
+// DefaultOptions are the content defaults; flags override them.
+func DefaultOptions() Options {
+	return Options{
+		MemoryCacheBytes:     256 << 20,
+		MaxBytes:             fetch.DefaultMaxBytes,
+		InFlightBytes:        fetch.DefaultInFlightBytes,
+		RenderDeadline:       render.DefaultRenderDeadline,
+		RenderMaxOutputBytes: render.DefaultMaxOutputBytes,
+		MaxConcurrentRenders: render.DefaultMaxConcurrentRenders,
+	}
+}
+
+// BindFlags binds the content limits and the host allow-list to flags.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.Func("content-allowed-hosts", "Comma-separated hosts and registries module content may come from (host, host:port or *.domain); empty allows any host with public addresses. Loopback, link-local and private addresses are reached only for hosts listed here or in --insecure-registries.", func(v string) error {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				o.AllowedHosts = append(o.AllowedHosts, h)
+			}
+		}
+		return nil
+	})
+	fs.Int64Var(&o.MaxBytes, "content-max-bytes", o.MaxBytes, "Largest module content layer or http(s) body, in bytes; larger ones are refused before or while they download.")
+	fs.Int64Var(&o.InFlightBytes, "content-inflight-bytes", o.InFlightBytes, "Bytes all content downloads in flight may hold together; more wait their turn.")
+	fs.DurationVar(&o.RenderDeadline, "helm-render-deadline", o.RenderDeadline, "Longest a Helm chart may take to render before its Manifest goes to Error.")
+	fs.Int64Var(&o.RenderMaxOutputBytes, "helm-max-output-bytes", o.RenderMaxOutputBytes, "Largest rendered output of a Helm chart, in bytes.")
+	fs.IntVar(&o.MaxConcurrentRenders, "helm-max-concurrent-renders", o.MaxConcurrentRenders, "Helm charts rendered at once, including renders past their deadline that still run.")
+}
