@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -284,20 +285,52 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 	return nil
 }
 
-// removalOrder deletes in reverse apply order (workloads before the CRDs and
-// RBAC they use), Namespaces last, so that a Namespace is judged when the
-// module's own objects in it are gone.
+// removalOrder is the safe order to remove a module's objects in:
+//  1. instances of the module's own CRDs, so that the module's operator,
+//     still running, can finalize them;
+//  2. the rest in reverse apply order (workloads before the RBAC they use);
+//  3. Namespaces, judged when the module's own objects in them are gone;
+//  4. CRDs last: deleting a CRD deletes every instance of it, so it goes
+//     only once nothing else of the module needs it.
+//
+// The default custom resource is not in the inventory; the Manifest
+// controller deletes it before any of these.
 func removalOrder(resources []v1beta2.Resource) []v1beta2.Resource {
-	ordered := make([]v1beta2.Resource, 0, len(resources))
-	var namespaces []v1beta2.Resource
+	groups := crdGroups(resources)
+	var instances, rest, namespaces, crds []v1beta2.Resource
 	for _, r := range slices.Backward(resources) {
-		if isNamespace(r) {
+		switch {
+		case isCRD(r):
+			crds = append(crds, r)
+		case isNamespace(r):
 			namespaces = append(namespaces, r)
-			continue
+		case groups[r.Group]:
+			instances = append(instances, r)
+		default:
+			rest = append(rest, r)
 		}
-		ordered = append(ordered, r)
 	}
-	return append(ordered, namespaces...)
+	ordered := make([]v1beta2.Resource, 0, len(resources))
+	ordered = append(ordered, instances...)
+	ordered = append(ordered, rest...)
+	ordered = append(ordered, namespaces...)
+	return append(ordered, crds...)
+}
+
+// crdGroups are the API groups that the CRDs among resources define; a CRD's
+// name is <plural>.<group>.
+func crdGroups(resources []v1beta2.Resource) map[string]bool {
+	groups := map[string]bool{}
+	for _, r := range resources {
+		if _, group, ok := strings.Cut(r.Name, "."); ok && isCRD(r) {
+			groups[group] = true
+		}
+	}
+	return groups
+}
+
+func isCRD(r v1beta2.Resource) bool {
+	return r.Group == "apiextensions.k8s.io" && r.Kind == "CustomResourceDefinition"
 }
 
 // ReleaseModule takes our labels off those of a module's objects that are
