@@ -94,7 +94,9 @@ func TestConditionMessagesCarryNoErrorText(t *testing.T) {
 		{"content: credentials", contentFailed, func(int) error { return registryErr(http.StatusUnauthorized) }, "--registry-credentials-secret"},
 		{"content: too large", contentFailed, func(i int) error { return fmt.Errorf("%w: %d bytes", ociartifact.ErrTooLarge, i) }, "larger than the size limit"},
 		{"content: render", contentFailed, func(i int) error { return fmt.Errorf("chart %q: line %d: boom", "x", i) }, "cannot be fetched or rendered: failed"},
-		{"apply", func(err error) reconciler.Outcome { return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err) },
+		{"apply", func(err error) reconciler.Outcome {
+			return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err)
+		},
 			func(i int) error { return fmt.Errorf("patch %d: %w", i, context.DeadlineExceeded) }, "Applying failed: timed out"},
 	}
 	for _, tt := range tests {
