@@ -98,6 +98,24 @@ func TestConditionsMoveBetweenStates(t *testing.T) {
 	}
 }
 
+// TestStalledOnANewGenerationIsFailed records a terminal failure on a spec
+// that changed since the last success: kstatus must read Failed (it reads
+// InProgress while observedGeneration lags), and a retry must not move
+// observedGeneration.
+func TestStalledOnANewGenerationIsFailed(t *testing.T) {
+	m := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "kcp", Generation: 4}}
+	m.Status.ObservedGeneration = 3
+	s := reconciler.Status{Conditions: &m.Status.Conditions, State: &m.Status.State, ObservedGeneration: &m.Status.ObservedGeneration}
+	reconciler.Record(s, m.Generation, reconciler.Retry("ContentFailed", "Fetching failed", nil))
+	if m.Status.ObservedGeneration != 3 {
+		t.Fatalf("a retry moved observedGeneration to %d", m.Status.ObservedGeneration)
+	}
+	reconciler.Record(s, m.Generation, reconciler.Stalled("OwnershipConflict", "Remove the object", nil))
+	if got := kstatusOf(t, m); got.Status != status.FailedStatus {
+		t.Fatalf("kstatus = %s (%s), want Failed", got.Status, got.Message)
+	}
+}
+
 func TestStateOfWithoutConditionsIsProcessing(t *testing.T) {
 	if got := reconciler.StateOf(nil); got != v1beta2.StateProcessing {
 		t.Fatalf("StateOf(nil) = %s, want Processing", got)
