@@ -148,15 +148,20 @@ func contentFailed(err error) reconciler.Outcome {
 // links and charts and goes to events.
 func contentCause(err error) string {
 	var registryErr *ociartifact.RegistryError
+	var renderTimeout *render.RenderTimeoutError
 	switch {
 	case errors.As(err, &registryErr) && registryErr.StatusCode == http.StatusUnauthorized:
-		return "the registry answered 401 Unauthorized; the operator's --registry-credentials-secret must hold credentials for it"
+		return "the registry answered 401 Unauthorized: the registry needs credentials: give the operator a --registry-credentials-secret that holds valid ones for this host"
 	case errors.As(err, &registryErr):
 		return fmt.Sprintf("the registry answered %d %s", registryErr.StatusCode, http.StatusText(registryErr.StatusCode))
 	case errors.Is(err, ociartifact.ErrTooLarge):
 		return "the content is larger than the size limit (--content-max-bytes)"
 	case errors.Is(err, render.ErrOutputTooLarge):
 		return "the rendered chart is larger than the limit (--helm-max-output-bytes)"
+	case errors.As(err, &renderTimeout) && renderTimeout.Remembered:
+		return "rendering the Helm chart did not finish within the render deadline before (--helm-render-deadline); it is not rendered again until the chart or its values change"
+	case errors.As(err, &renderTimeout):
+		return "rendering the Helm chart did not finish within the render deadline (--helm-render-deadline); a template that loops?"
 	default:
 		return reconciler.Cause(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -93,6 +94,9 @@ func TestConditionMessagesCarryNoErrorText(t *testing.T) {
 		{"content: registry error", contentFailed, func(int) error { return registryErr(http.StatusInternalServerError) }, "the registry answered 500 Internal Server Error"},
 		{"content: credentials", contentFailed, func(int) error { return registryErr(http.StatusUnauthorized) }, "--registry-credentials-secret"},
 		{"content: too large", contentFailed, func(i int) error { return fmt.Errorf("%w: %d bytes", ociartifact.ErrTooLarge, i) }, "larger than the size limit"},
+		{"content: chart loops", contentFailed, func(i int) error {
+			return fmt.Errorf("chart x: %w", &render.RenderTimeoutError{Deadline: time.Duration(i) * time.Second})
+		}, "did not finish within the render deadline (--helm-render-deadline)"},
 		{"content: render", contentFailed, func(i int) error { return fmt.Errorf("chart %q: line %d: boom", "x", i) }, "cannot be fetched or rendered: failed"},
 		{"apply", func(err error) reconciler.Outcome {
 			return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err)
