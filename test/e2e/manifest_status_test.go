@@ -310,16 +310,21 @@ func condition(m *v1beta2.Manifest, typ string) metav1.Condition {
 }
 
 // expectRemovedWithin waits until the module's Manifest is gone and nothing
-// of the module is left in the runtime, and returns how long it took from
-// start.
+// of the module is left in the runtime, logs when the Manifest went, and
+// returns how long all of it took from start.
 func expectRemovedWithin(t *testing.T, k *testKyma, m templateOperator, start time.Time) time.Duration {
 	t.Helper()
 	ctx := context.Background()
+	var manifestGone time.Duration
 	Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, m.name)}, &v1beta2.Manifest{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Manifest is still there")
+		if manifestGone == 0 {
+			manifestGone = time.Since(start)
+		}
 		g.Expect(m.leftovers(ctx, k.runtime.client)).To(BeEmpty())
 	}, removalBound, interval).Should(Succeed())
+	t.Logf("Manifest gone after %s", manifestGone.Round(100*time.Millisecond))
 	return time.Since(start)
 }
 
