@@ -61,14 +61,13 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func newManifest(t *testing.T, name string) *v1beta2.Manifest {
+func newManifest(t *testing.T, name string) {
 	t.Helper()
 	m := &v1beta2.Manifest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
 		Spec:       v1beta2.ManifestSpec{ModuleName: "sample", Version: "1.0.0", Remote: true},
 	}
 	NewWithT(t).Expect(kcp.Create(context.Background(), m)).To(Succeed())
-	return m
 }
 
 func get(g Gomega, name string) *v1beta2.Manifest {

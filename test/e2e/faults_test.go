@@ -67,7 +67,7 @@ func expectModuleErrorKeepsInstalled(t *testing.T, k *testKyma, module, message 
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring("The module's content cannot be fetched or rendered"))
 		g.Expect(k.get(g).Status.State).To(Equal(v1beta2.StateError))
-		g.Expect(manifestEvents(g, kyma.ManifestName(k.name, module), "ContentFailed")).To(ContainElement(ContainSubstring(message)))
+		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, module))).To(ContainElement(ContainSubstring(message)))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
 	Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a failed update deletes nothing")

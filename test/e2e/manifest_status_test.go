@@ -462,7 +462,7 @@ func TestManifestKstatusInEachState(t *testing.T) {
 	expect(broken, v1beta2.StateError, "ContentFailed", v1beta2.ReasonProgressingWithRetry, false, status.InProgressStatus)
 	Expect(condition(k.manifest(Default, broken), v1beta2.ConditionReady).Message).To(ContainSubstring("the registry answered 404 Not Found"))
 	Eventually(func(g Gomega) {
-		g.Expect(manifestEvents(g, kyma.ManifestName(k.name, broken), "ContentFailed")).To(ContainElement(ContainSubstring("the registry has no such layer")),
+		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, broken))).To(ContainElement(ContainSubstring("the registry has no such layer")),
 			"the raw error is in an event")
 	}, timeout, interval).Should(Succeed())
 	expect(conflicting, v1beta2.StateError, "OwnershipConflict", "", true, status.FailedStatus)
@@ -494,13 +494,14 @@ func TestManifestKstatusInEachState(t *testing.T) {
 	k.withModules(t, module(samplemodules.Sample))
 }
 
-// manifestEvents are the notes of the Manifest's events with the reason.
-func manifestEvents(g Gomega, name, reason string) []string {
+// manifestWarnings are the notes of the Manifest's Warning events, where
+// raw error text goes.
+func manifestWarnings(g Gomega, name string) []string {
 	list := &eventsv1.EventList{}
 	g.Expect(env.kcpClient.List(context.Background(), list, client.InNamespace(kcpNamespace))).To(Succeed())
 	var notes []string
 	for _, e := range list.Items {
-		if e.Regarding.Kind == "Manifest" && e.Regarding.Name == name && e.Reason == reason {
+		if e.Regarding.Kind == "Manifest" && e.Regarding.Name == name && e.Type == corev1.EventTypeWarning {
 			notes = append(notes, e.Note)
 		}
 	}

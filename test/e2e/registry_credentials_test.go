@@ -131,7 +131,7 @@ func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string,
 		m := k.moduleStatus(g, module)
 		shown = m.Message
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
-		notes := manifestEvents(g, kyma.ManifestName(k.name, module), "ContentFailed")
+		notes := manifestWarnings(g, kyma.ManifestName(k.name, module))
 		g.Expect(notes).To(ContainElement(ContainSubstring(message)))
 		manifest := &v1beta2.Manifest{}
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, module)}, manifest)).To(Succeed())
