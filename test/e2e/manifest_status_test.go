@@ -328,18 +328,59 @@ func expectRemovedWithin(t *testing.T, k *testKyma, m templateOperator, start ti
 	return time.Since(start)
 }
 
+// observeReady records every Ready condition the module's Manifest is
+// written with, through a watch (a poll would miss a status that lasts a
+// few hundred milliseconds), until the returned function is called.
+func observeReady(t *testing.T, k *testKyma, moduleName string) func() []metav1.Condition {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.kcp.Config(), client.Options{Scheme: env.kcpClient.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(context.Background(), &v1beta2.ManifestList{}, client.InNamespace(kcpNamespace),
+		client.MatchingFields{"metadata.name": kyma.ManifestName(k.name, moduleName)})
+	Expect(err).NotTo(HaveOccurred())
+	var seen []metav1.Condition
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if m, ok := ev.Object.(*v1beta2.Manifest); ok {
+				seen = append(seen, condition(m, v1beta2.ConditionReady))
+			}
+		}
+	}()
+	return func() []metav1.Condition {
+		w.Stop()
+		<-done
+		return seen
+	}
+}
+
+// expectOwnResourcesNeverBlocked checks the Ready conditions a removal went
+// through: the module's own custom resources (the shipped instance, the
+// default CR) are never reported as someone else's that block it.
+func expectOwnResourcesNeverBlocked(seen []metav1.Condition) {
+	Expect(seen).NotTo(BeEmpty())
+	Expect(seen).NotTo(ContainElement(HaveField("Reason", "WaitingForCustomResources")),
+		"the module's own custom resources were reported as blocking its removal")
+}
+
 // TestModuleRemovalOfATemplateOperatorLikeModule installs a module shaped
 // like the public template-operator (which ships an instance of its own
 // CRD) to Ready, drops it from the Kyma's spec, and checks that it is gone,
-// every part of it, within seconds. The old code counted the shipped
-// instance as a user's and waited for it forever.
+// every part of it, within seconds, and that its own custom resources were
+// never reported as blocking it. (The code before the first fix counted the
+// shipped instance as a user's and waited for it forever; the code after it
+// still reported it, while its operator finalized it, as a resource "to be
+// deleted by its owner".)
 func TestModuleRemovalOfATemplateOperatorLikeModule(t *testing.T) {
 	RegisterTestingT(t)
 	k, m := installTemplateOperator(t, "tpl-removal")
 
+	observed := observeReady(t, k, m.name)
 	start := time.Now()
 	k.withModules(t)
 	took := expectRemovedWithin(t, k, m, start)
+	expectOwnResourcesNeverBlocked(observed())
 	t.Logf("Template-operator-like module removed (Kyma spec dropped it) in %s", took.Round(100*time.Millisecond))
 	k.eventuallyReady(t)
 }
@@ -352,9 +393,11 @@ func TestKymaDeletionOfATemplateOperatorLikeModule(t *testing.T) {
 	ctx := context.Background()
 	k, m := installTemplateOperator(t, "tpl-kyma-deletion")
 
+	observed := observeReady(t, k, m.name)
 	start := time.Now()
 	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
 	took := expectRemovedWithin(t, k, m, start)
+	expectOwnResourcesNeverBlocked(observed())
 	Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
@@ -381,6 +424,7 @@ func TestKymaDeletionBlockedByAUsersCustomResource(t *testing.T) {
 	users.SetName("users-sample")
 	Expect(rc.Create(ctx, users)).To(Succeed())
 
+	observed := observeReady(t, k, m.name)
 	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
 	const named = "TemplateSample kyma-system/users-sample"
 	Eventually(func(g Gomega) {
@@ -413,6 +457,11 @@ func TestKymaDeletionBlockedByAUsersCustomResource(t *testing.T) {
 	Expect(rc.Delete(ctx, users)).To(Succeed())
 	took := expectRemovedWithin(t, k, m, start)
 	t.Logf("Removal finished %s after the user's resource was deleted", took.Round(100*time.Millisecond))
+	for _, c := range observed() {
+		if c.Reason == "WaitingForCustomResources" {
+			Expect(c.Message).NotTo(Or(ContainSubstring("/shipped"), ContainSubstring("/default")), "only the user's resource blocks")
+		}
+	}
 }
 
 func sampleRef(m templateOperator, namespace, name string) client.Object {

@@ -53,8 +53,6 @@ const (
 	// ReasonModuleError: the module's manager failed or its custom resource
 	// reports Error.
 	ReasonModuleError = "ModuleError"
-	// ReasonDeleting: the module is being removed from the runtime.
-	ReasonDeleting = "Deleting"
 	// ReasonDeletingCustomResources: the module's own custom resources are
 	// being finalized by its operator.
 	ReasonDeletingCustomResources = "DeletingCustomResources"
