@@ -101,14 +101,26 @@ func DeleteCustomResource(ctx context.Context, c client.Client, cr *unstructured
 	}
 }
 
+// CustomResources are the custom resources of a module's CRDs that exist in
+// a runtime, split by whose they are.
+type CustomResources struct {
+	// Own carry the module's labels: shipped by its content, or its default
+	// custom resource. The module removes them itself.
+	Own []v1beta2.Resource
+	// Others are not the module's: a user's, or ones it released. They
+	// block the module's removal, since deleting the CRD would delete them.
+	Others []v1beta2.Resource
+}
+
 // CustomResourcesOf lists, for every CRD in the inventory, the custom
 // resources of it that exist in the runtime (metadata only), in a stable
-// order. Module removal waits until there are none, so that module
-// operators can clean up what they created.
-func CustomResourcesOf(ctx context.Context, c client.Client, inventory []v1beta2.Resource) ([]v1beta2.Resource, error) {
-	var found []v1beta2.Resource
+// order, split by owner. Module removal waits until there are none, so that
+// module operators can clean up what they created and no user's resource is
+// deleted with its CRD.
+func CustomResourcesOf(ctx context.Context, c client.Client, inventory []v1beta2.Resource, owner Owner) (CustomResources, error) {
+	var found CustomResources
 	for _, r := range inventory {
-		if r.Kind != "CustomResourceDefinition" || r.Group != apiextensionsv1.GroupName {
+		if !isCRD(r) {
 			continue
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -116,7 +128,7 @@ func CustomResourcesOf(ctx context.Context, c client.Client, inventory []v1beta2
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("reading CRD %s: %w", r.Name, err)
+			return CustomResources{}, fmt.Errorf("reading CRD %s: %w", r.Name, err)
 		}
 		version := storageVersion(crd)
 		list := &metav1.PartialObjectMetadataList{}
@@ -125,18 +137,28 @@ func CustomResourcesOf(ctx context.Context, c client.Client, inventory []v1beta2
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue
 			}
-			return nil, fmt.Errorf("listing %s: %w", crd.Spec.Names.Plural, err)
+			return CustomResources{}, fmt.Errorf("listing %s: %w", crd.Spec.Names.Plural, err)
 		}
 		for _, item := range list.Items {
-			found = append(found, v1beta2.Resource{
+			res := v1beta2.Resource{
 				GroupVersionKind: metav1.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
 				Name:             item.GetName(),
 				Namespace:        item.GetNamespace(),
-			})
+			}
+			if owner.Owns(item.GetLabels()) {
+				found.Own = append(found.Own, res)
+			} else {
+				found.Others = append(found.Others, res)
+			}
 		}
 	}
-	sort.Slice(found, func(i, j int) bool { return key(found[i]) < key(found[j]) })
+	sortResources(found.Own)
+	sortResources(found.Others)
 	return found, nil
+}
+
+func sortResources(rs []v1beta2.Resource) {
+	sort.Slice(rs, func(i, j int) bool { return key(rs[i]) < key(rs[j]) })
 }
 
 // InInventory splits resources into those that are in the inventory (by

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -280,11 +279,13 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 		}
 	}
 	if isCRD(r) {
-		left, err := CustomResourcesOf(ctx, a.client, []v1beta2.Resource{r})
+		// Any custom resource of it, the module's or not, would be deleted
+		// with it: the owner does not matter here.
+		left, err := CustomResourcesOf(ctx, a.client, []v1beta2.Resource{r}, Owner{})
 		if err != nil {
 			return err
 		}
-		if len(left) > 0 {
+		if len(left.Own)+len(left.Others) > 0 {
 			removal.Kept = append(removal.Kept, r)
 			removal.Blocked = append(removal.Blocked, name)
 			return nil
@@ -303,40 +304,52 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 	return nil
 }
 
-// removalOrder deletes custom resources of the module's own CRDs first,
-// while the module's operator (among the rest) can still finalize them; then
-// the rest in reverse apply order (workloads before the RBAC they use); then
-// Namespaces, so that a Namespace is judged when the module's own objects in
-// it are gone; and CRDs last, since deleting a CRD deletes every resource of
-// it. The inventory keeps content order, which may list a custom resource
-// before its CRD.
+// removalOrder is the safe order to remove a module's objects in:
+//  1. instances of the module's own CRDs, so that the module's operator,
+//     still running, can finalize them;
+//  2. the rest in reverse apply order (workloads before the RBAC they use);
+//  3. Namespaces, judged when the module's own objects in them are gone;
+//  4. CRDs last: deleting a CRD deletes every instance of it, so it goes
+//     only once nothing else of the module needs it.
+//
+// The default custom resource is not in the inventory; the Manifest
+// controller deletes it before any of these.
 func removalOrder(resources []v1beta2.Resource) []v1beta2.Resource {
-	crdGroups := map[string]bool{}
-	for _, r := range resources {
-		if isCRD(r) {
-			if _, group, ok := strings.Cut(r.Name, "."); ok { // a CRD is named <plural>.<group>
-				crdGroups[group] = true
-			}
-		}
-	}
-	var customResources, rest, namespaces, crds []v1beta2.Resource
+	groups := crdGroups(resources)
+	var instances, rest, namespaces, crds []v1beta2.Resource
 	for _, r := range slices.Backward(resources) {
 		switch {
 		case isCRD(r):
 			crds = append(crds, r)
 		case isNamespace(r):
 			namespaces = append(namespaces, r)
-		case crdGroups[r.Group]:
-			customResources = append(customResources, r)
+		case groups[r.Group]:
+			instances = append(instances, r)
 		default:
 			rest = append(rest, r)
 		}
 	}
-	return slices.Concat(customResources, rest, namespaces, crds)
+	ordered := make([]v1beta2.Resource, 0, len(resources))
+	ordered = append(ordered, instances...)
+	ordered = append(ordered, rest...)
+	ordered = append(ordered, namespaces...)
+	return append(ordered, crds...)
+}
+
+// crdGroups are the API groups that the CRDs among resources define; a CRD's
+// name is <plural>.<group>.
+func crdGroups(resources []v1beta2.Resource) map[string]bool {
+	groups := map[string]bool{}
+	for _, r := range resources {
+		if _, group, ok := strings.Cut(r.Name, "."); ok && isCRD(r) {
+			groups[group] = true
+		}
+	}
+	return groups
 }
 
 func isCRD(r v1beta2.Resource) bool {
-	return r.Group == apiextensionsv1.GroupName && r.Kind == "CustomResourceDefinition"
+	return r.Group == "apiextensions.k8s.io" && r.Kind == "CustomResourceDefinition"
 }
 
 // ReleaseModule takes our labels off those of a module's objects that are

@@ -133,13 +133,14 @@ func TestCustomResourcesOf(t *testing.T) {
 	users.SetName("a-users")
 	g.Expect(runtimeClient.Create(ctx, users)).To(Succeed())
 
-	found, err := apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory)
+	found, err := apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory, m.owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	usersEntry := resource(m.group, "Widget", m.namespace, "a-users")
 	ours := resource(m.group, "Widget", m.namespace, "ours")
-	g.Expect(found).To(Equal([]v1beta2.Resource{usersEntry, ours}), "every custom resource of the module's CRDs, sorted")
+	g.Expect(found.Own).To(Equal([]v1beta2.Resource{ours}), "the module's custom resources carry its labels")
+	g.Expect(found.Others).To(Equal([]v1beta2.Resource{usersEntry}), "a user's custom resource is not the module's")
 
-	in, out := apply.InInventory(found, applied.Inventory)
+	in, out := apply.InInventory(append(found.Others, found.Own...), applied.Inventory)
 	g.Expect(in).To(Equal([]v1beta2.Resource{ours}))
 	g.Expect(out).To(Equal([]v1beta2.Resource{usersEntry}))
 
@@ -148,8 +149,8 @@ func TestCustomResourcesOf(t *testing.T) {
 	in, _ = apply.InInventory([]v1beta2.Resource{movedVersion}, applied.Inventory)
 	g.Expect(in).To(HaveLen(1), "an entry is the same object across API versions of its kind")
 
-	g.Expect(apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory[2:])).To(BeEmpty(), "an inventory without CRDs has none")
+	g.Expect(apply.CustomResourcesOf(ctx, runtimeClient, applied.Inventory[2:], m.owner)).To(BeZero(), "an inventory without CRDs has none")
 	g.Expect(apply.CustomResourcesOf(ctx, runtimeClient, []v1beta2.Resource{
 		resource("apiextensions.k8s.io", "CustomResourceDefinition", "", "gone."+m.group),
-	})).To(BeEmpty(), "a CRD that is gone has none")
+	}, m.owner)).To(BeZero(), "a CRD that is gone has none")
 }

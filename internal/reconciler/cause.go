@@ -18,7 +18,8 @@ func Cause(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		errors.As(err, &netErr) && netErr.Timeout():
 		return "timed out"
 	case apierrors.IsUnauthorized(err):
 		return "the credentials were refused (401)"

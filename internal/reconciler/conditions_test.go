@@ -31,6 +31,7 @@ func TestConditionsReadAsKstatusAndKubectlWait(t *testing.T) {
 		{"warning", reconciler.Warning("The module reports a warning", time.Minute), false, status.CurrentStatus, true, v1beta2.StateWarning},
 		{"progressing", reconciler.Progressing("Processing", "Waiting for the manager", time.Second), false, status.InProgressStatus, false, v1beta2.StateProcessing},
 		{"transient failure", reconciler.Retry("RuntimeUnavailable", "The runtime cannot be reached", boom), false, status.InProgressStatus, false, v1beta2.StateError},
+		{"polled failure", reconciler.RetryAfter("ModuleError", "The module's custom resource reports Error", time.Second), false, status.InProgressStatus, false, v1beta2.StateError},
 		{"terminal failure", reconciler.Stalled("KubeconfigRefused", "Fix the kubeconfig", boom), false, status.FailedStatus, false, v1beta2.StateError},
 		{"deleting", reconciler.Deleting("WaitingForCustomResources", "Delete the custom resources", time.Second), true, status.TerminatingStatus, false, v1beta2.StateDeleting},
 	}
@@ -94,6 +95,24 @@ func TestConditionsMoveBetweenStates(t *testing.T) {
 		if stalled != (step.outcome.Kind == reconciler.KindStalled) {
 			t.Fatalf("step %d: Stalled = %v for outcome kind %d", i, stalled, step.outcome.Kind)
 		}
+	}
+}
+
+// TestStalledOnANewGenerationIsFailed records a terminal failure on a spec
+// that changed since the last success: kstatus must read Failed (it reads
+// InProgress while observedGeneration lags), and a retry must not move
+// observedGeneration.
+func TestStalledOnANewGenerationIsFailed(t *testing.T) {
+	m := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "kcp", Generation: 4}}
+	m.Status.ObservedGeneration = 3
+	s := reconciler.Status{Conditions: &m.Status.Conditions, State: &m.Status.State, ObservedGeneration: &m.Status.ObservedGeneration}
+	reconciler.Record(s, m.Generation, reconciler.Retry("ContentFailed", "Fetching failed", nil))
+	if m.Status.ObservedGeneration != 3 {
+		t.Fatalf("a retry moved observedGeneration to %d", m.Status.ObservedGeneration)
+	}
+	reconciler.Record(s, m.Generation, reconciler.Stalled("OwnershipConflict", "Remove the object", nil))
+	if got := kstatusOf(t, m); got.Status != status.FailedStatus {
+		t.Fatalf("kstatus = %s (%s), want Failed", got.Status, got.Message)
 	}
 }
 

@@ -29,6 +29,10 @@ type Events struct {
 type eventKey struct {
 	uid    types.UID
 	reason string
+	// message is the condition message of the outcome, when the event
+	// reports one: a failure of another class (another stable message)
+	// under the same reason is news, and is reported at once.
+	message string
 }
 
 // NewEvents reports through recorder; a nil recorder reports nothing.
@@ -46,6 +50,18 @@ func (e *Events) Warn(obj client.Object, reason string, err error) {
 		return
 	}
 	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, reason, "%s", err.Error())
+}
+
+// warnOutcome reports o's error for obj, at most once per eventInterval for
+// the same reason and condition message.
+func (e *Events) warnOutcome(obj client.Object, o Outcome) {
+	if e == nil || e.recorder == nil || o.Err == nil {
+		return
+	}
+	if !e.due(eventKey{uid: obj.GetUID(), reason: o.Reason, message: o.Message}) {
+		return
+	}
+	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, o.Reason, o.Reason, "%s", o.Err.Error())
 }
 
 // Normal reports something that happened; these are not rate limited, as

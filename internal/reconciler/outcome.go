@@ -60,7 +60,8 @@ type Outcome struct {
 	Message string
 	// After requeues a Ready, Warning, Progressing, Deleting or Stalled
 	// outcome after this long; zero means not at all (Stalled normally
-	// waits for an input to change).
+	// waits for an input to change). A Retry with After is polled instead
+	// of backing off (RetryAfter).
 	After time.Duration
 	// Err is the failure behind a Retry or Stalled outcome.
 	Err error
@@ -90,6 +91,15 @@ func Retry(reason, message string, err error) Outcome {
 	return Outcome{Kind: KindRetry, Reason: reason, Message: message, Err: err}
 }
 
+// RetryAfter is a failure that is reported like a transient one (state
+// Error, Reconciling=True ProgressingWithRetry) but looked at again after
+// `after` instead of backing off: for an error that someone else reports
+// and that is polled, such as a module's custom resource in Error, where
+// backing off would only delay noticing its recovery.
+func RetryAfter(reason, message string, after time.Duration) Outcome {
+	return Outcome{Kind: KindRetry, Reason: reason, Message: message, After: after}
+}
+
 // Stalled is a failure only a change of the inputs can fix.
 func Stalled(reason, message string, err error) Outcome {
 	return Outcome{Kind: KindStalled, Reason: reason, Message: message, Err: err}
@@ -111,11 +121,14 @@ func Conflict(err error) Outcome { return Outcome{Kind: KindConflict, Err: err} 
 const conflictRequeue = time.Second
 
 // Result is what controller-runtime needs to hear about o: a Retry returns
-// its error (backoff), a Stalled one a TerminalError (no retry), a
+// its error (backoff), unless it has an After (RetryAfter), a Stalled one a TerminalError (no retry), a
 // Conflict a quiet short requeue, the rest their After.
 func (o Outcome) Result() (ctrl.Result, error) {
 	switch o.Kind {
 	case KindRetry:
+		if o.After > 0 {
+			return ctrl.Result{RequeueAfter: o.After}, nil
+		}
 		return ctrl.Result{}, o.Err
 	case KindStalled:
 		if o.After > 0 {

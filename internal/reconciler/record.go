@@ -15,9 +15,11 @@ type Status struct {
 
 // Record writes o into s: the kstatus conditions, the state derived from
 // them, and observedGeneration, which moves only when the spec was fully
-// processed (Ready, Warning, or progressing towards it), so that a reader
-// comparing it with metadata.generation knows whether the status speaks of
-// the current spec.
+// processed (Ready, Warning, or progressing towards it) or found to be
+// impossible (Stalled), so that a reader comparing it with
+// metadata.generation knows whether the status speaks of the current spec.
+// kstatus reads a Stalled object whose observedGeneration lags as
+// InProgress, not Failed; Flux moves it on a stall for the same reason.
 func Record(s Status, generation int64, o Outcome) {
 	if !o.Records() {
 		return
@@ -25,7 +27,7 @@ func Record(s Status, generation int64, o Outcome) {
 	SetConditions(s.Conditions, generation, o)
 	*s.State = StateOf(*s.Conditions)
 	switch o.Kind {
-	case KindReady, KindWarning, KindProgressing:
+	case KindReady, KindWarning, KindProgressing, KindStalled:
 		if s.ObservedGeneration != nil {
 			*s.ObservedGeneration = generation
 		}

@@ -112,9 +112,7 @@ func (p Phases[T]) finish(ctx context.Context, c client.Client, base, obj T, o O
 		return o
 	}
 	p.Record(obj, o)
-	if o.Err != nil && p.Events != nil {
-		p.Events.Warn(obj, o.Reason, o.Err)
-	}
+	p.Events.warnOutcome(obj, o)
 	if patched := p.patchStatus(ctx, c, base, obj); patched.Kind == KindConflict || patched.Kind == KindRetry {
 		return patched
 	}

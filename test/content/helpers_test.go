@@ -117,16 +117,29 @@ func readyMessage(m *v1beta2.Manifest) string {
 	return ""
 }
 
-// eventuallyError waits until the module's Manifest is in Error with a
-// message containing want, and returns the message.
+// eventuallyError waits until the module's Manifest is in Error and one of
+// its Warning events gives a cause containing want (raw error text goes to
+// events; the condition says the error's class), and returns that event's
+// note.
 func eventuallyError(t *testing.T, kyma, module, want string) string {
 	t.Helper()
 	var msg string
 	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, module)
-		msg = readyMessage(m)
-		g.Expect(m.Status.State).To(Equal(v1beta2.StateError), "%s: %s", module, msg)
-		g.Expect(msg).To(ContainSubstring(want), module)
+		g.Expect(m.Status.State).To(Equal(v1beta2.StateError), "%s: %s", module, readyMessage(m))
+		g.Expect(readyMessage(m)).To(ContainSubstring("The module's content cannot be fetched or rendered"))
+		list := &eventsv1.EventList{}
+		g.Expect(env.kcpClient.List(context.Background(), list, client.InNamespace(kcpNamespace))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.UID == m.UID && e.Type == corev1.EventTypeWarning {
+				notes = append(notes, e.Note)
+				if strings.Contains(e.Note, want) {
+					msg = e.Note
+				}
+			}
+		}
+		g.Expect(msg).NotTo(BeEmpty(), "%s: no event gives %q; events: %q", module, want, notes)
 	}, timeout, interval).Should(Succeed())
 	return msg
 }

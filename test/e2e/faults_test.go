@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
@@ -55,15 +56,18 @@ func installGood(t *testing.T, reg *testregistry.Registry, name string) *testKym
 	return k
 }
 
-// expectModuleErrorKeepsInstalled waits for the module to report Error with
-// the message, and checks that what 1.0.0 installed is still there.
+// expectModuleErrorKeepsInstalled waits for the module to report Error
+// and for its Manifest's events to give the cause (raw error text is in
+// events, never in conditions), and checks that what 1.0.0 installed is
+// still there.
 func expectModuleErrorKeepsInstalled(t *testing.T, k *testKyma, module, message string) {
 	t.Helper()
 	Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
-		g.Expect(m.Message).To(ContainSubstring(message))
+		g.Expect(m.Message).To(ContainSubstring("The module's content cannot be fetched or rendered"))
 		g.Expect(k.get(g).Status.State).To(Equal(v1beta2.StateError))
+		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, module))).To(ContainElement(ContainSubstring(message)))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
 	Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a failed update deletes nothing")

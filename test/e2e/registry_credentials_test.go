@@ -120,9 +120,9 @@ func dockerConfig(host, user, password string) string {
 	return fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, auth)
 }
 
-// expectModuleErrorWithout waits for the module to report Error with the
-// message, and checks that no status, in the control plane or the runtime,
-// quotes any of the secrets.
+// expectModuleErrorWithout waits for the module to report Error and for
+// its Manifest's events to give the cause, and checks that no status, in the
+// control plane or the runtime, nor any event quotes any of the secrets.
 func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string, secrets ...string) {
 	t.Helper()
 	var shown string
@@ -131,10 +131,11 @@ func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string,
 		m := k.moduleStatus(g, module)
 		shown = m.Message
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
-		g.Expect(m.Message).To(ContainSubstring(message))
+		notes := manifestWarnings(g, kyma.ManifestName(k.name, module))
+		g.Expect(notes).To(ContainElement(ContainSubstring(message)))
 		manifest := &v1beta2.Manifest{}
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, module)}, manifest)).To(Succeed())
-		texts := describe(k.get(g)) + fmt.Sprint(manifest.Status) + describe(k.runtimeKyma(g))
+		texts := describe(k.get(g)) + fmt.Sprint(manifest.Status) + describe(k.runtimeKyma(g)) + strings.Join(notes, "\n")
 		for _, secret := range secrets {
 			g.Expect(texts).NotTo(ContainSubstring(secret))
 		}

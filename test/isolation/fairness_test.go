@@ -105,7 +105,7 @@ func (h *hangingWebhook) install(t *testing.T, c client.Client) {
 }
 
 // timeoutMessage is how a request that ran out of time reads.
-var timeoutMessage = regexp.MustCompile(`(?i)timeout|deadline exceeded`)
+var timeoutMessage = regexp.MustCompile(`(?i)timeout|timed out|deadline exceeded`)
 
 // TestHungRuntimeDoesNotStallOtherRuntimes gives one runtime an admission
 // webhook that never answers for the modules' objects, and more modules than

@@ -94,7 +94,7 @@ func (r *HelmRenderer) Render(ctx context.Context, archive []byte, opts HelmOpti
 		return nil, err
 	}
 	if deadline, ok := r.remembered(key); ok {
-		return nil, fmt.Errorf("rendering the Helm chart did not finish within %s before (a template that loops?); it is not rendered again until the chart or its values change", deadline)
+		return nil, &RenderTimeoutError{Deadline: deadline, Remembered: true}
 	}
 
 	timer := time.NewTimer(r.limits.Deadline)
@@ -130,8 +130,24 @@ func (r *HelmRenderer) Render(ctx context.Context, archive []byte, opts HelmOpti
 		return nil, fmt.Errorf("rendering the Helm chart: %w", ctx.Err())
 	case <-timer.C:
 		r.remember(key)
-		return nil, fmt.Errorf("rendering the Helm chart did not finish within %s (--helm-render-deadline); a template that loops? It is not rendered again until the chart or its values change", r.limits.Deadline)
+		return nil, &RenderTimeoutError{Deadline: r.limits.Deadline}
 	}
+}
+
+// RenderTimeoutError is a chart that did not finish rendering within the
+// deadline, now or (Remembered) on an earlier attempt: it is not rendered
+// again until the chart or its values change. Typed so that status can say
+// so in a stable sentence.
+type RenderTimeoutError struct {
+	Deadline   time.Duration
+	Remembered bool
+}
+
+func (e *RenderTimeoutError) Error() string {
+	if e.Remembered {
+		return fmt.Sprintf("rendering the Helm chart did not finish within %s before (a template that loops?); it is not rendered again until the chart or its values change", e.Deadline)
+	}
+	return fmt.Sprintf("rendering the Helm chart did not finish within %s (--helm-render-deadline); a template that loops? It is not rendered again until the chart or its values change", e.Deadline)
 }
 
 func (r *HelmRenderer) remembered(key string) (time.Duration, bool) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,32 +75,18 @@ func (r *Reconciler) reportRemoval(ctx context.Context, manifest *v1beta2.Manife
 	log := ctrl.LoggerFrom(ctx)
 	if len(removal.Left) > 0 {
 		log.Info("Left objects that are not the module's", "objects", removal.Left)
-		r.event(manifest, corev1.EventTypeNormal, "ResourcesLeft",
-			"Left in place, not the module's: "+shortList(removal.Left))
+		r.events.Normal(manifest, "ResourcesLeft", "Left in place, not the module's: "+shortList(removal.Left))
 	}
 	if len(removal.Released) > 0 {
 		log.Info("Released objects instead of deleting them", "objects", removal.Released)
-		r.event(manifest, corev1.EventTypeNormal, "ResourcesReleased",
-			"Released (labels removed, left in place): "+shortList(removal.Released))
+		r.events.Normal(manifest, "ResourcesReleased", "Released (labels removed, left in place): "+shortList(removal.Released))
 	}
 }
 
 func shortList(items []string) string {
-	const limit = 5
+	const limit = maxNamed
 	if len(items) <= limit {
 		return strings.Join(items, ", ")
 	}
-	return joinShort(items[:limit], len(items))
-}
-
-// reportConflict puts a Warning event on the Manifest when it runs into an
-// ownership conflict that it had not reported already: one event per new
-// conflict, not one per reconcile.
-func (r *Reconciler) reportConflict(manifest *v1beta2.Manifest, conflict *apply.ConflictError) {
-	message := conflict.Error()
-	if cond := meta.FindStatusCondition(manifest.Status.Conditions, ConditionReady); cond != nil &&
-		cond.Reason == reasonOwnershipConflict && cond.Message == message {
-		return
-	}
-	r.event(manifest, corev1.EventTypeWarning, reasonOwnershipConflict, message)
+	return strings.Join(items[:limit], ", ") + fmt.Sprintf(" and %d more", len(items)-limit)
 }

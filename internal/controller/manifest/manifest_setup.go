@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
 // SetupOptions tune the Manifest controller.
@@ -30,6 +31,7 @@ type SetupOptions struct {
 // SetupWithManager registers the controller. Only spec, label, annotation
 // and deletion changes start a reconcile: our own status writes do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
+	r.events = reconciler.NewEvents(r.Recorder)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("manifest").
 		For(&v1beta2.Manifest{}, builder.WithPredicates(predicate.Or(

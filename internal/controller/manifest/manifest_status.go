@@ -2,7 +2,10 @@ package manifest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,73 +16,195 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 )
 
-// ConditionReady is the Manifest's kstatus-compatible summary condition.
-const ConditionReady = "Ready"
-
-// Reasons of the Ready condition. Stable: dashboards and alerts key on them.
+// Reasons of the Manifest's Ready (and Stalled) condition. Stable:
+// dashboards and alerts key on them. /work/wt/notes/status-manifest.md (and
+// docs/status.md) say what each means and what to do.
 const (
-	reasonReady                     = "Ready"
-	reasonProcessing                = "Processing"
-	reasonWarning                   = "Warning"
-	reasonRuntimeUnavailable        = "RuntimeUnavailable"
-	reasonContentFailed             = "ContentFailed"
-	reasonApplyFailed               = "ApplyFailed"
-	reasonPruneFailed               = "PruneFailed"
-	reasonReadinessFailed           = "ReadinessCheckFailed"
-	reasonModuleError               = "ModuleError"
-	reasonDeleting                  = "Deleting"
-	reasonWaitingForCustomResources = "WaitingForCustomResources"
-	reasonDeleteFailed              = "DeleteFailed"
-	// reasonOwnershipConflict: the module's content names objects that
-	// exist and are not the module's; nothing was applied.
-	reasonOwnershipConflict   = "OwnershipConflict"
-	reasonWaitingForNamespace = "WaitingForNamespace"
+	// ReasonReady: the module is installed, its manager and its default
+	// custom resource are ready.
+	ReasonReady = "Ready"
+	// ReasonProcessing: applied; the manager or the default custom resource
+	// is not ready yet.
+	ReasonProcessing = "Processing"
+	// ReasonRuntimeUnavailable: the runtime cannot be reached or used.
+	ReasonRuntimeUnavailable = "RuntimeUnavailable"
+	// ReasonKubeconfigRefused: the runtime's kubeconfig asks for more than
+	// inline credentials; nothing is tried until its Secret changes.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonContentFailed: the content cannot be fetched or rendered;
+	// nothing was applied or pruned.
+	ReasonContentFailed = "ContentFailed"
+	// ReasonOwnershipConflict: the content names objects that exist and are
+	// not the module's; nothing was applied.
+	ReasonOwnershipConflict = "OwnershipConflict"
+	// ReasonApplyFailed: applying to the runtime failed.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonPruneFailed: removing what a new version no longer ships failed.
+	ReasonPruneFailed = "PruneFailed"
+	// ReasonReadinessFailed: the manager or the custom resource could not be
+	// read.
+	ReasonReadinessFailed = "ReadinessCheckFailed"
+	// ReasonModuleError: the module's manager failed or its custom resource
+	// reports Error.
+	ReasonModuleError = "ModuleError"
+	// ReasonDeletingCustomResources: the module's own custom resources are
+	// being finalized by its operator.
+	ReasonDeletingCustomResources = "DeletingCustomResources"
+	// ReasonWaitingForCustomResources: custom resources of the module's
+	// CRDs that are not the module's block its removal.
+	ReasonWaitingForCustomResources = "WaitingForCustomResources"
+	// ReasonWaitingForNamespace: a Namespace the module created waits for
+	// other modules being removed to leave it.
+	ReasonWaitingForNamespace = "WaitingForNamespace"
+	// ReasonDeleteFailed: removing from the runtime failed.
+	ReasonDeleteFailed = "DeleteFailed"
 )
 
-// setState records the Manifest's state with its Ready condition. The
-// condition only changes (and with it lastTransitionTime) when status, reason
-// or message change, so a steady state is not rewritten.
-func setState(manifest *v1beta2.Manifest, state v1beta2.State, reason, message string) {
-	status := metav1.ConditionFalse
-	if state == v1beta2.StateReady {
-		status = metav1.ConditionTrue
+// maxNamed is how many objects a condition message names at most.
+const maxNamed = 5
+
+// record writes o into the Manifest's status (kstatus conditions, the state
+// derived from them, observedGeneration) and, when the state or the Ready
+// condition changed, status.lastOperation (KLM-compatible).
+func record(manifest *v1beta2.Manifest, o reconciler.Outcome) {
+	before := readyCondition(manifest)
+	state := manifest.Status.State
+	reconciler.Record(reconciler.Status{
+		Conditions:         &manifest.Status.Conditions,
+		State:              &manifest.Status.State,
+		ObservedGeneration: &manifest.Status.ObservedGeneration,
+	}, manifest.Generation, o)
+	if o.Reason == ReasonModuleError {
+		// The spec was applied in full; the module itself reports the
+		// error.
+		manifest.Status.ObservedGeneration = manifest.Generation
 	}
-	changed := manifest.Status.State != state
-	cond := meta.FindStatusCondition(manifest.Status.Conditions, ConditionReady)
-	if cond == nil || cond.Status != status || cond.Reason != reason || cond.Message != message {
-		changed = true
-	}
-	manifest.Status.State = state
-	meta.SetStatusCondition(&manifest.Status.Conditions, metav1.Condition{
-		Type:               ConditionReady,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: manifest.Generation,
-	})
-	if changed {
-		op := message
+	after := readyCondition(manifest)
+	if state != manifest.Status.State || before.Reason != after.Reason || before.Message != after.Message {
+		op := after.Message
 		if op == "" {
-			op = string(state)
+			op = string(manifest.Status.State)
 		}
 		manifest.Status.LastOperation = v1beta2.LastOperation{Operation: op, LastUpdateTime: metav1.NewTime(time.Now())}
 	}
 }
 
-// setReadiness maps what the runtime reported to the Manifest's state.
-func setReadiness(manifest *v1beta2.Manifest, readiness apply.Readiness) {
+func readyCondition(manifest *v1beta2.Manifest) metav1.Condition {
+	if c := meta.FindStatusCondition(manifest.Status.Conditions, v1beta2.ConditionReady); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// readinessOutcome maps what the runtime reported to the Manifest's
+// outcome. A module in Error is polled at the Error interval, not backed
+// off: it is the module's operator that reports it, and it may recover at
+// any moment.
+func readinessOutcome(readiness apply.Readiness, intervals requeue.Intervals) reconciler.Outcome {
 	switch readiness.State {
 	case v1beta2.StateReady:
-		setState(manifest, v1beta2.StateReady, reasonReady, "Module is installed and ready")
+		return reconciler.Ready(ReasonReady, "Module is installed and ready", intervals.After(v1beta2.StateReady))
 	case v1beta2.StateWarning:
-		setState(manifest, v1beta2.StateWarning, reasonWarning, readiness.Message)
+		return reconciler.Warning(readiness.Message, intervals.After(v1beta2.StateWarning))
 	case v1beta2.StateError:
-		setState(manifest, v1beta2.StateError, reasonModuleError, readiness.Message)
+		return reconciler.RetryAfter(ReasonModuleError, readiness.Message, intervals.After(v1beta2.StateError))
 	default:
-		setState(manifest, v1beta2.StateProcessing, reasonProcessing, readiness.Message)
+		return reconciler.Progressing(ReasonProcessing, readiness.Message, intervals.After(v1beta2.StateProcessing))
 	}
+}
+
+func runtimeUnavailable(err error) reconciler.Outcome {
+	return reconciler.Retry(ReasonRuntimeUnavailable, fmt.Sprintf(
+		"The runtime cannot be reached or used: %s. Retrying with backoff; the Kyma's status and the Manifest's events give the error",
+		reconciler.Cause(err)), err)
+}
+
+// kubeconfigRefused is terminal for this Manifest until its runtime's
+// Secret changes; the Manifest does not watch Secrets, so it looks again at
+// the Error interval.
+func kubeconfigRefused(err error, intervals requeue.Intervals) reconciler.Outcome {
+	o := reconciler.Stalled(ReasonKubeconfigRefused,
+		"The runtime's kubeconfig Secret is refused: it asks for more than inline credentials. The Kyma's status names the field and what to use instead", err)
+	o.After = intervals.After(v1beta2.StateError)
+	return o
+}
+
+func contentFailed(err error) reconciler.Outcome {
+	return reconciler.Retry(ReasonContentFailed, fmt.Sprintf(
+		"The module's content cannot be fetched or rendered: %s. What is installed stays installed; publish fixed content or fix the template's link. The Manifest's events give the error",
+		contentCause(err)), err)
+}
+
+// contentCause is a stable description of why content failed, for the
+// condition: the error's class, never its text, which quotes registries,
+// links and charts and goes to events.
+func contentCause(err error) string {
+	var registryErr *ociartifact.RegistryError
+	var renderTimeout *render.RenderTimeoutError
+	switch {
+	case errors.As(err, &registryErr) && registryErr.StatusCode == http.StatusUnauthorized:
+		return "the registry answered 401 Unauthorized: the registry needs credentials: give the operator a --registry-credentials-secret that holds valid ones for this host"
+	case errors.As(err, &registryErr):
+		return fmt.Sprintf("the registry answered %d %s", registryErr.StatusCode, http.StatusText(registryErr.StatusCode))
+	case errors.Is(err, ociartifact.ErrTooLarge):
+		return "the content is larger than the size limit (--content-max-bytes)"
+	case errors.Is(err, render.ErrOutputTooLarge):
+		return "the rendered chart is larger than the limit (--helm-max-output-bytes)"
+	case errors.As(err, &renderTimeout) && renderTimeout.Remembered:
+		return "rendering the Helm chart did not finish within the render deadline before (--helm-render-deadline); it is not rendered again until the chart or its values change"
+	case errors.As(err, &renderTimeout):
+		return "rendering the Helm chart did not finish within the render deadline (--helm-render-deadline); a template that loops?"
+	default:
+		return reconciler.Cause(err)
+	}
+}
+
+// ownershipConflict names the objects in the conflict: the message is the
+// operator's own, made from object names and holders (stable while the
+// conflict lasts), not an error text of the runtime.
+func ownershipConflict(conflict *apply.ConflictError, intervals requeue.Intervals) reconciler.Outcome {
+	o := reconciler.Stalled(ReasonOwnershipConflict, conflict.Error(), conflict)
+	o.After = intervals.After(v1beta2.StateError)
+	return o
+}
+
+// failedMessage is the condition message of a failed step: what failed,
+// the error's class, and that the Manifest's events give the error.
+func failedMessage(what string, err error) string {
+	return fmt.Sprintf("%s failed: %s. Retrying with backoff; the Manifest's events give the error", what, reconciler.Cause(err))
+}
+
+func defaultCRUnknownMessage(err error) string {
+	if meta.IsNoMatchError(err) {
+		return "The kind of the module's default custom resource is not served in the runtime: the module's content must ship its CRD"
+	}
+	return failedMessage("Looking up the kind of the module's default custom resource", err)
+}
+
+// blockedByCustomResources names, in a stable order, up to maxNamed of the
+// custom resources that are not the module's and keep it from being
+// removed, with how many there are.
+func blockedByCustomResources(others []v1beta2.Resource, after time.Duration) reconciler.Outcome {
+	return reconciler.Deleting(ReasonWaitingForCustomResources, fmt.Sprintf(
+		"Waiting for %d custom resources that are not the module's to be deleted by their owners: %s. Removing the module would delete them with its CRDs",
+		len(others), apply.Describe(others, maxNamed)), after)
+}
+
+func finalizingCustomResources(own []v1beta2.Resource, after time.Duration) reconciler.Outcome {
+	return reconciler.Deleting(ReasonDeletingCustomResources, fmt.Sprintf(
+		"Waiting for the module's operator to finalize %d of the module's custom resources: %s",
+		len(own), apply.Describe(own, maxNamed)), after)
+}
+
+func waitingForNamespaces(namespaces []string, after time.Duration) reconciler.Outcome {
+	return reconciler.Deleting(ReasonWaitingForNamespace, fmt.Sprintf(
+		"Waiting for other modules being removed to leave namespace %s", strings.Join(namespaces, ", ")), after)
 }
 
 // moduleReadiness combines the manager workload and the module CR: the

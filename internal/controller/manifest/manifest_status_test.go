@@ -1,7 +1,13 @@
 package manifest
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,43 +18,156 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 )
 
-func TestSetReadiness(t *testing.T) {
+var testIntervals = requeue.Intervals{Ready: time.Minute, Processing: 2 * time.Second, Error: 30 * time.Second, Warning: 20 * time.Second}
+
+// TestReadinessOutcome checks what the runtime's report of a module becomes:
+// a module in Error is an Error (Reconciling=ProgressingWithRetry) that is
+// polled at the Error interval, without an error that would back it off.
+func TestReadinessOutcome(t *testing.T) {
 	tests := []struct {
 		name       string
 		readiness  apply.Readiness
 		wantState  v1beta2.State
 		wantReason string
-		wantTrue   bool
+		wantAfter  time.Duration
+		wantReady  bool
 	}{
-		{name: "ready", readiness: apply.Readiness{State: v1beta2.StateReady}, wantState: v1beta2.StateReady, wantReason: reasonReady, wantTrue: true},
-		{name: "processing", readiness: apply.Readiness{State: v1beta2.StateProcessing, Message: "Deployment x is not ready"}, wantState: v1beta2.StateProcessing, wantReason: reasonProcessing},
-		{name: "warning", readiness: apply.Readiness{State: v1beta2.StateWarning, Message: "w"}, wantState: v1beta2.StateWarning, wantReason: reasonWarning},
-		{name: "error", readiness: apply.Readiness{State: v1beta2.StateError, Message: "e"}, wantState: v1beta2.StateError, wantReason: reasonModuleError},
-		{name: "deleting CR counts as processing", readiness: apply.Readiness{State: v1beta2.StateDeleting, Message: "d"}, wantState: v1beta2.StateProcessing, wantReason: reasonProcessing},
+		{name: "ready", readiness: apply.Readiness{State: v1beta2.StateReady}, wantState: v1beta2.StateReady, wantReason: ReasonReady, wantAfter: time.Minute, wantReady: true},
+		{name: "manager not yet available", readiness: apply.Readiness{State: v1beta2.StateProcessing, Message: "Deployment x is not ready"}, wantState: v1beta2.StateProcessing, wantReason: ReasonProcessing, wantAfter: 2 * time.Second},
+		{name: "warning", readiness: apply.Readiness{State: v1beta2.StateWarning, Message: "w"}, wantState: v1beta2.StateWarning, wantReason: v1beta2.ReasonWarning, wantAfter: 20 * time.Second, wantReady: true},
+		{name: "module error is polled", readiness: apply.Readiness{State: v1beta2.StateError, Message: "Sample kyma-system/default reports Error"}, wantState: v1beta2.StateError, wantReason: ReasonModuleError, wantAfter: 30 * time.Second},
+		{name: "deleting CR counts as processing", readiness: apply.Readiness{State: v1beta2.StateDeleting, Message: "d"}, wantState: v1beta2.StateProcessing, wantReason: ReasonProcessing, wantAfter: 2 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			m := &v1beta2.Manifest{}
-			setReadiness(m, tt.readiness)
+			m := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			o := readinessOutcome(tt.readiness, testIntervals)
+			record(m, o)
 			g.Expect(m.Status.State).To(Equal(tt.wantState))
-			cond := meta.FindStatusCondition(m.Status.Conditions, ConditionReady)
+			cond := meta.FindStatusCondition(m.Status.Conditions, v1beta2.ConditionReady)
 			g.Expect(cond.Reason).To(Equal(tt.wantReason))
-			g.Expect(cond.Status == metav1.ConditionTrue).To(Equal(tt.wantTrue))
+			g.Expect(cond.Status == metav1.ConditionTrue).To(Equal(tt.wantReady))
 			g.Expect(m.Status.LastOperation.Operation).NotTo(BeEmpty())
+			g.Expect(m.Status.ObservedGeneration).To(Equal(int64(2)), "the spec was applied in full")
+			res, err := o.Result()
+			g.Expect(err).NotTo(HaveOccurred(), "no backoff")
+			g.Expect(res.RequeueAfter).To(Equal(tt.wantAfter))
+		})
+	}
+	g := NewWithT(t)
+	m := &v1beta2.Manifest{}
+	record(m, readinessOutcome(apply.Readiness{State: v1beta2.StateError, Message: "e"}, testIntervals))
+	g.Expect(meta.FindStatusCondition(m.Status.Conditions, v1beta2.ConditionReconciling)).To(HaveField("Reason", v1beta2.ReasonProgressingWithRetry))
+}
+
+func TestRecordDoesNotTouchLastOperationWhenUnchanged(t *testing.T) {
+	g := NewWithT(t)
+	m := &v1beta2.Manifest{}
+	record(m, contentFailed(errors.New("fetching: boom")))
+	first := m.Status.DeepCopy()
+	record(m, contentFailed(errors.New("fetching: another boom")))
+	g.Expect(m.Status).To(Equal(*first), "a repeated failure with new error text does not change the status")
+	g.Expect(m.Status.ObservedGeneration).To(BeZero(), "a spec that could not be applied is not observed")
+}
+
+// TestConditionMessagesCarryNoErrorText gives every failure an error whose
+// text changes from one attempt to the next, and checks that the condition
+// says the error's class, stays the same, and quotes none of the text.
+func TestConditionMessagesCarryNoErrorText(t *testing.T) {
+	registryErr := func(code int) error {
+		return fmt.Errorf("link oci://127.0.0.1:5000/m@sha256:abc from secret-host: %w", &ociartifact.RegistryError{StatusCode: code})
+	}
+	tests := []struct {
+		name    string
+		outcome func(err error) reconciler.Outcome
+		err     func(attempt int) error
+		want    string
+	}{
+		{"runtime unreachable", runtimeUnavailable, func(i int) error { return fmt.Errorf("dial tcp 10.0.0.%d:443: %w", i, &netError{}) }, "connection failed"},
+		{"content: registry error", contentFailed, func(int) error { return registryErr(http.StatusInternalServerError) }, "the registry answered 500 Internal Server Error"},
+		{"content: credentials", contentFailed, func(int) error { return registryErr(http.StatusUnauthorized) }, "--registry-credentials-secret"},
+		{"content: too large", contentFailed, func(i int) error { return fmt.Errorf("%w: %d bytes", ociartifact.ErrTooLarge, i) }, "larger than the size limit"},
+		{"content: chart loops", contentFailed, func(i int) error {
+			return fmt.Errorf("chart x: %w", &render.RenderTimeoutError{Deadline: time.Duration(i) * time.Second})
+		}, "did not finish within the render deadline (--helm-render-deadline)"},
+		{"content: render", contentFailed, func(i int) error { return fmt.Errorf("chart %q: line %d: boom", "x", i) }, "cannot be fetched or rendered: failed"},
+		{"apply", func(err error) reconciler.Outcome {
+			return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err)
+		},
+			func(i int) error { return fmt.Errorf("patch %d: %w", i, context.DeadlineExceeded) }, "Applying failed: timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			first, second := tt.outcome(tt.err(1)), tt.outcome(tt.err(2))
+			g.Expect(first.Message).To(Equal(second.Message), "stable across attempts")
+			g.Expect(first.Message).To(ContainSubstring(tt.want))
+			for _, raw := range []string{"10.0.0.1", "127.0.0.1", "secret-host", "line 1", "patch 1"} {
+				g.Expect(first.Message).NotTo(ContainSubstring(raw))
+			}
+			g.Expect(first.Err).To(MatchError(tt.err(1).Error()), "the raw error goes to events")
 		})
 	}
 }
 
-func TestSetStateDoesNotTouchLastOperationWhenUnchanged(t *testing.T) {
+type netError struct{}
+
+func (*netError) Error() string   { return "connect: connection refused" }
+func (*netError) Timeout() bool   { return false }
+func (*netError) Temporary() bool { return false }
+
+// TestBlockedInterval checks the backoff of a removal that other people's
+// custom resources block: it waits as long as it has waited already, so
+// looks double in spacing, from the Deleting interval to the cap.
+func TestBlockedInterval(t *testing.T) {
+	const base, ceiling = 2 * time.Second, 5 * time.Minute
+	tests := []struct {
+		waited, want time.Duration
+	}{
+		{0, base},
+		{time.Second, base},
+		{3 * time.Second, 3 * time.Second},
+		{40 * time.Second, 40 * time.Second},
+		{time.Hour, ceiling},
+		{48 * time.Hour, ceiling},
+	}
+	for _, tt := range tests {
+		t.Run(tt.waited.String(), func(t *testing.T) {
+			NewWithT(t).Expect(blockedInterval(tt.waited, base, ceiling)).To(Equal(tt.want))
+		})
+	}
+	NewWithT(t).Expect(blockedInterval(0, time.Hour, time.Minute)).To(Equal(time.Hour), "a cap below the base does not shorten it")
+
+	r := &Reconciler{Intervals: requeue.Intervals{Processing: base, Jitter: 0.2}}
+	m := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}}}
+	NewWithT(t).Expect(r.blockedRequeue(m)).To(And(BeNumerically(">=", ceiling), BeNumerically("<", ceiling*12/10)), "jittered above the cap")
+}
+
+// TestBlockedMessageNamesUpToFive checks the message of a removal blocked
+// by other people's custom resources: how many, and up to five named.
+func TestBlockedMessageNamesUpToFive(t *testing.T) {
 	g := NewWithT(t)
-	m := &v1beta2.Manifest{}
-	setState(m, v1beta2.StateError, reasonContentFailed, "fetching: boom")
-	first := m.Status.DeepCopy()
-	setState(m, v1beta2.StateError, reasonContentFailed, "fetching: boom")
-	g.Expect(m.Status).To(Equal(*first))
+	var others []v1beta2.Resource
+	for i := range 7 {
+		others = append(others, v1beta2.Resource{
+			GroupVersionKind: metav1.GroupVersionKind{Group: "operator.kyma-project.io", Version: "v1alpha1", Kind: "Sample"},
+			Namespace:        "team", Name: fmt.Sprintf("users-%d", i),
+		})
+	}
+	o := blockedByCustomResources(others, time.Second)
+	g.Expect(o.Kind).To(Equal(reconciler.KindDeleting))
+	g.Expect(o.Reason).To(Equal(ReasonWaitingForCustomResources))
+	g.Expect(o.Message).To(ContainSubstring("Waiting for 7 custom resources that are not the module's"))
+	g.Expect(o.Message).To(ContainSubstring("Sample team/users-0, Sample team/users-1, Sample team/users-2, Sample team/users-3, Sample team/users-4, and 2 more"))
+	g.Expect(o.Message).NotTo(ContainSubstring("users-5"))
+	g.Expect(strings.Count(o.Message, "Sample ")).To(Equal(5))
 }
 
 func TestDefaultCustomResource(t *testing.T) {
