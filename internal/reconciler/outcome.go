@@ -60,7 +60,7 @@ type Outcome struct {
 	Message string
 	// After requeues a Ready, Warning, Progressing, Deleting or Stalled
 	// outcome after this long; zero means not at all (Stalled normally
-	// waits for an input to change).
+	// waits for an input to change). On a Retry it replaces the backoff.
 	After time.Duration
 	// Err is the failure behind a Retry or Stalled outcome.
 	Err error
@@ -90,6 +90,15 @@ func Retry(reason, message string, err error) Outcome {
 	return Outcome{Kind: KindRetry, Reason: reason, Message: message, Err: err}
 }
 
+// RetryAfter is a failure that something else is working on, looked at
+// again after `after` instead of with backoff: a Kyma whose module's
+// Manifest is in Error waits for the Manifest's own controller, and backing
+// off would only delay noticing that it recovered. Its Err, when set, is
+// reported like any other.
+func RetryAfter(reason, message string, after time.Duration, err error) Outcome {
+	return Outcome{Kind: KindRetry, Reason: reason, Message: message, After: after, Err: err}
+}
+
 // Stalled is a failure only a change of the inputs can fix.
 func Stalled(reason, message string, err error) Outcome {
 	return Outcome{Kind: KindStalled, Reason: reason, Message: message, Err: err}
@@ -111,11 +120,15 @@ func Conflict(err error) Outcome { return Outcome{Kind: KindConflict, Err: err} 
 const conflictRequeue = time.Second
 
 // Result is what controller-runtime needs to hear about o: a Retry returns
-// its error (backoff), a Stalled one a TerminalError (no retry), a
-// Conflict a quiet short requeue, the rest their After.
+// its error (backoff) unless it names its own After (RetryAfter), a Stalled
+// one a TerminalError (no retry), a Conflict a quiet short requeue, the
+// rest their After.
 func (o Outcome) Result() (ctrl.Result, error) {
 	switch o.Kind {
 	case KindRetry:
+		if o.After > 0 {
+			return ctrl.Result{RequeueAfter: o.After}, nil
+		}
 		return ctrl.Result{}, o.Err
 	case KindStalled:
 		if o.After > 0 {

@@ -62,15 +62,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// The Kyma decides whether this operator works on the Manifest at all:
 	// not when the Kyma is outside its selection (another operator's) or
-	// paused. A Manifest being deleted whose Kyma is gone is still cleaned
-	// up, so that it cannot hang on its finalizer.
+	// paused. A Manifest being deleted is still cleaned up, when its Kyma is
+	// gone or paused, so that it cannot hang on its finalizer (a paused Kyma
+	// can be deleted).
 	kyma := &v1beta2.Kyma{}
 	kymaErr := r.Get(ctx, client.ObjectKey{Namespace: manifest.Namespace, Name: kymaName(manifest)}, kyma)
 	if kymaErr != nil && !apierrors.IsNotFound(kymaErr) {
 		return ctrl.Result{}, kymaErr
 	}
 	kymaFound := kymaErr == nil
-	if kymaFound && r.Pause.Paused(kyma) {
+	if kymaFound && r.Pause.Paused(kyma) && manifest.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 
