@@ -90,7 +90,7 @@ func TestSteadyStatusIsNotRewritten(t *testing.T) {
 	steady()
 	g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady))
 	hourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	kyma.Status.LastOperation.LastUpdateTime = hourAgo
+	kyma.Status.LastUpdateTime = hourAgo
 	for i := range kyma.Status.Conditions {
 		kyma.Status.Conditions[i].LastTransitionTime = hourAgo
 	}
