@@ -31,7 +31,7 @@ func TestConditionsReadAsKstatusAndKubectlWait(t *testing.T) {
 		{"warning", reconciler.Warning("The module reports a warning", time.Minute), false, status.CurrentStatus, true, v1beta2.StateWarning},
 		{"progressing", reconciler.Progressing("Processing", "Waiting for the manager", time.Second), false, status.InProgressStatus, false, v1beta2.StateProcessing},
 		{"transient failure", reconciler.Retry("RuntimeUnavailable", "The runtime cannot be reached", boom), false, status.InProgressStatus, false, v1beta2.StateError},
-		{"polled failure", reconciler.RetryAfter("ModuleError", "The module's custom resource reports Error", time.Second), false, status.InProgressStatus, false, v1beta2.StateError},
+		{"polled failure", reconciler.RetryAfter("ModuleError", "The module's custom resource reports Error", time.Second, nil), false, status.InProgressStatus, false, v1beta2.StateError},
 		{"terminal failure", reconciler.Stalled("KubeconfigRefused", "Fix the kubeconfig", boom), false, status.FailedStatus, false, v1beta2.StateError},
 		{"deleting", reconciler.Deleting("WaitingForCustomResources", "Delete the custom resources", time.Second), true, status.TerminatingStatus, false, v1beta2.StateDeleting},
 	}

@@ -60,8 +60,7 @@ type Outcome struct {
 	Message string
 	// After requeues a Ready, Warning, Progressing, Deleting or Stalled
 	// outcome after this long; zero means not at all (Stalled normally
-	// waits for an input to change). A Retry with After is polled instead
-	// of backing off (RetryAfter).
+	// waits for an input to change). On a Retry it replaces the backoff.
 	After time.Duration
 	// Err is the failure behind a Retry or Stalled outcome.
 	Err error
@@ -91,13 +90,13 @@ func Retry(reason, message string, err error) Outcome {
 	return Outcome{Kind: KindRetry, Reason: reason, Message: message, Err: err}
 }
 
-// RetryAfter is a failure that is reported like a transient one (state
-// Error, Reconciling=True ProgressingWithRetry) but looked at again after
-// `after` instead of backing off: for an error that someone else reports
-// and that is polled, such as a module's custom resource in Error, where
-// backing off would only delay noticing its recovery.
-func RetryAfter(reason, message string, after time.Duration) Outcome {
-	return Outcome{Kind: KindRetry, Reason: reason, Message: message, After: after}
+// RetryAfter is a failure that something else is working on, looked at
+// again after `after` instead of with backoff: a Kyma whose module's
+// Manifest is in Error waits for the Manifest's own controller, and backing
+// off would only delay noticing that it recovered. Its Err, when set, is
+// reported like any other.
+func RetryAfter(reason, message string, after time.Duration, err error) Outcome {
+	return Outcome{Kind: KindRetry, Reason: reason, Message: message, After: after, Err: err}
 }
 
 // Stalled is a failure only a change of the inputs can fix.
@@ -121,8 +120,9 @@ func Conflict(err error) Outcome { return Outcome{Kind: KindConflict, Err: err} 
 const conflictRequeue = time.Second
 
 // Result is what controller-runtime needs to hear about o: a Retry returns
-// its error (backoff), unless it has an After (RetryAfter), a Stalled one a TerminalError (no retry), a
-// Conflict a quiet short requeue, the rest their After.
+// its error (backoff) unless it names its own After (RetryAfter), a Stalled
+// one a TerminalError (no retry), a Conflict a quiet short requeue, the
+// rest their After.
 func (o Outcome) Result() (ctrl.Result, error) {
 	switch o.Kind {
 	case KindRetry:

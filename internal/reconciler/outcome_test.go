@@ -25,7 +25,7 @@ func TestOutcomeResult(t *testing.T) {
 		{"ready requeues after its interval", reconciler.Ready("Ready", "", time.Minute), false, false, true},
 		{"progressing requeues after its interval", reconciler.Progressing("Processing", "", time.Second), false, false, true},
 		{"retry backs off through the error", reconciler.Retry("ApplyFailed", "Applying failed", boom), true, false, false},
-		{"retry after polls without an error", reconciler.RetryAfter("ModuleError", "The module reports Error", time.Second), false, false, true},
+		{"retry after an interval does not back off", reconciler.RetryAfter("ModulesFailed", "A module is in Error", time.Minute, nil), false, false, true},
 		{"stalled is terminal", reconciler.Stalled("KubeconfigRefused", "Fix it", boom), true, true, false},
 		{"conflict requeues quietly", reconciler.Conflict(boom), false, false, true},
 		{"done ends", reconciler.Done(), false, false, false},

@@ -176,8 +176,8 @@ func TestRuntimeUnreachableIsErrorUntilBack(t *testing.T) {
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateError), describe(kyma))
 		g.Expect(kyma.Status.Conditions).To(ContainElement(And(
 			HaveField("Reason", "RuntimeUnavailable"),
-			HaveField("Message", ContainSubstring("connection refused")),
-		)), "the condition says the runtime is unreachable, with the cause")
+			HaveField("Message", ContainSubstring("connection failed")),
+		)), "the condition says the runtime is unreachable, with the class of the cause (the raw error is in events)")
 	}, timeout, interval).Should(Succeed())
 
 	Expect(k.runtime.cluster.StartAPIServer(context.Background())).To(Succeed())

@@ -9,21 +9,18 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
-	"github.com/runtime-fleet/lifecycle-manager/internal/statuspatch"
 )
 
 // Pinner turns a content link into a digest-pinned one, so that every runtime
@@ -47,13 +44,16 @@ type Reconciler struct {
 	// ReconcileTimeout bounds one reconcile; zero means none.
 	ReconcileTimeout time.Duration
 
+	events      *reconciler.Events
 	catalog     *catalogSnapshot
 	ready       *readyClock
 	runtimeSide *runtimeSide
 }
 
-// Reconcile follows the house skeleton: get, deletion, finalizer, pause, then
-// reconcile, with one status patch at the end.
+// Reconcile is the one skeleton (reconciler.Run) with the Kyma's phases:
+// the runtime's worker slot as the gate; deletion, which runs even when the
+// Kyma is paused; the pause; the finalizer; then reconcile, whose outcome
+// the skeleton records in one status patch with an optimistic lock.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	kyma := &v1beta2.Kyma{}
 	if err := r.Get(ctx, req.NamespacedName, kyma); err != nil {
@@ -63,46 +63,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	metrics.KymaReconciles.Inc()
-
-	// A runtime that already has its share of workers waits its turn
-	// without holding one; status is left as it is meanwhile.
-	release, ok := r.Runtimes.TryAcquire("kyma", kyma.Name)
-	if !ok {
-		return ctrl.Result{RequeueAfter: remote.RetryAfter()}, nil
-	}
-	defer release()
-	rctx, cancel := remote.WithReconcileDeadline(ctx, r.ReconcileTimeout)
-	defer cancel()
-
-	if !kyma.DeletionTimestamp.IsZero() {
-		if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
-			return ctrl.Result{}, nil
-		}
-		return r.finalize(rctx, kyma)
-	}
-
-	if !controllerutil.ContainsFinalizer(kyma, v1beta2.KymaFinalizer) {
-		patch := client.MergeFrom(kyma.DeepCopy())
-		controllerutil.AddFinalizer(kyma, v1beta2.KymaFinalizer)
-		if err := r.Patch(ctx, kyma, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-	}
-
-	base := kyma.DeepCopy()
-	if r.Pause.Paused(kyma) {
-		setPaused(kyma)
-		return ctrl.Result{}, statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus)
-	}
-	result, reconcileErr := r.reconcile(rctx, kyma)
-	if err := statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus); err != nil {
-		return ctrl.Result{}, errors.Join(reconcileErr, err)
-	}
-	metrics.CountRequeue("kyma", kyma.Status.State, reconcileErr)
-	return result, reconcileErr
+	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
+		Controller: "kyma",
+		Finalizer:  v1beta2.KymaFinalizer,
+		Gate:       r.gate,
+		Deadline:   r.ReconcileTimeout,
+		Paused:     r.Pause.Paused,
+		OnPaused:   setPaused,
+		Delete:     r.finalize,
+		Reconcile:  r.reconcile,
+		Record: func(kyma *v1beta2.Kyma, o reconciler.Outcome) {
+			recordOutcome(kyma, o)
+			updateMetrics(kyma)
+		},
+		Status: kymaStatus,
+		Events: r.events,
+	})
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
+// gate lets a reconcile in when the runtime has a worker slot free; a
+// runtime that already has its share waits its turn without holding one.
+func (r *Reconciler) gate(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
+	release, ok := r.Runtimes.TryAcquire("kyma", kyma.Name)
+	if !ok {
+		return nil, remote.RetryAfter()
+	}
+	return release, 0
+}
+
+// reconcile brings the runtime side and the Manifests in step with the
+// Kyma and says how the Kyma is doing (outcomeOf).
+func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
 	// The runtime side first: its module list is half of what to install.
 	// When the runtime cannot be read, the last list read stands in, and
 	// nothing is uninstalled because of the outage.
@@ -111,22 +102,53 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 	if runtimeErr == nil {
 		runtimeModules = runtimeKyma.Spec.Modules
 	}
+	modules, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, runtimeErr == nil)
+	if err != nil {
+		return readFailed(err)
+	}
+	// Read Manifests again so that status reflects what was just written.
+	current, err := r.manifests(ctx, kyma)
+	if err != nil {
+		return readFailed(err)
+	}
+	setModuleStatuses(kyma, modules, current, r.ready)
+	kyma.Status.RuntimeModules = runtimeModules
+	o := outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 
+	if runtimeErr == nil && !recreate {
+		// The runtime's owner sees what is about to be recorded.
+		recorded := kyma.DeepCopy()
+		recordOutcome(recorded, o)
+		if err := mirrorStatus(ctx, rc, runtimeKyma, recorded); err != nil {
+			r.evictOnError(kyma, err)
+			return runtimeOutcome(kyma, fmt.Errorf("mirroring status to the runtime: %w", err))
+		}
+	}
+	return o
+}
+
+// syncModules resolves the Kyma's modules (its own and those the runtime's
+// Kyma lists) and keeps one Manifest per module. Manifests of modules no
+// longer wanted are deleted, unless the runtime could not be read (its
+// list is then the last one read, and an outage must not uninstall).
+// Failed Manifest writes are returned as writeErr and also reported on
+// their module; err is a failed read, which stops everything.
+func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtimeModules []v1beta2.Module, runtimeRead bool) (modules []resolve.Module, writeErr, err error) {
 	existing, err := r.manifests(ctx, kyma)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, nil, err
 	}
 	catalog, err := r.catalog.get(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, nil, err
 	}
 	effective := kyma.DeepCopy()
 	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
 	fromRuntime := runtimeOnlyModules(kyma.Spec.Modules, runtimeModules)
-	modules := resolve.Resolve(effective, catalog, installedVersions(existing))
+	modules = resolve.Resolve(effective, catalog, installedVersions(existing))
 
 	desired := map[string]bool{}
-	var syncErrs []error
+	var writeErrs []error
 	for i := range modules {
 		module := &modules[i]
 		desired[ManifestName(kyma.Name, module.Name)] = true
@@ -136,47 +158,24 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Re
 		}
 		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)]); err != nil {
 			module.Err = err
-			syncErrs = append(syncErrs, err)
+			writeErrs = append(writeErrs, err)
 		}
 	}
 	for name, m := range existing {
-		if desired[name] || runtimeErr != nil {
+		if desired[name] || !runtimeRead {
 			continue
 		}
 		if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
-			syncErrs = append(syncErrs, err)
+			writeErrs = append(writeErrs, err)
 		}
 	}
+	return modules, errors.Join(writeErrs...), nil
+}
 
-	// Read Manifests again so that status reflects what was just written.
-	current, err := r.manifests(ctx, kyma)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	setStatus(kyma, modules, current, runtimeErr, r.ready)
-	kyma.Status.RuntimeModules = runtimeModules
-	updateMetrics(kyma)
-
-	if runtimeErr == nil && !recreate {
-		if err := mirrorStatus(ctx, rc, runtimeKyma, kyma); err != nil {
-			syncErrs = append(syncErrs, fmt.Errorf("mirroring status to the runtime: %w", err))
-		}
-	}
-	if runtimeErr != nil {
-		if errors.Is(runtimeErr, remote.ErrKubeconfigRefused) && len(syncErrs) == 0 {
-			// Retrying cannot help: only a new Secret can, and a change of
-			// the Secret requeues the Kyma.
-			return ctrl.Result{}, reconcile.TerminalError(runtimeErr)
-		}
-		syncErrs = append(syncErrs, runtimeErr)
-	}
-	if err := errors.Join(syncErrs...); err != nil {
-		return ctrl.Result{}, err
-	}
-	if recreate {
-		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateProcessing)}, nil
-	}
-	return ctrl.Result{RequeueAfter: r.Intervals.After(kyma.Status.State)}, nil
+// readFailed is the outcome of a failed read in the control plane.
+func readFailed(err error) reconciler.Outcome {
+	return reconciler.Retry(ReasonReadFailed,
+		fmt.Sprintf("Reading the Kyma's Manifests or the module catalog failed (%s); retrying", reconciler.Cause(err)), err)
 }
 
 // syncRuntime keeps the runtime's CRDs and its own Kyma in step. It returns
@@ -207,37 +206,38 @@ func (r *Reconciler) evictOnError(kyma *v1beta2.Kyma, err error) {
 }
 
 // finalize deletes every Manifest of the Kyma, which uninstalls its modules
-// from the runtime, and lets the Kyma go once they are all gone.
-func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) (ctrl.Result, error) {
+// from the runtime, and lets the Kyma go once they are all gone. Until then
+// each module stays in status.modules as Deleting, with what blocks it. It
+// waits on nothing that a pause stops: the Manifest controller removes a
+// Manifest being deleted even when its Kyma is paused.
+func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
 	existing, err := r.manifests(ctx, kyma)
 	if err != nil {
-		return ctrl.Result{}, err
+		return readFailed(err)
 	}
-	base := kyma.DeepCopy()
 	if len(existing) > 0 {
+		var deleteErrs []error
 		for _, m := range existing {
 			if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
-				return ctrl.Result{}, err
+				deleteErrs = append(deleteErrs, err)
 			}
 		}
-		setDeleting(kyma, existing)
-		if err := statuspatch.IfChanged(ctx, r.Client, base, kyma, kymaStatus); err != nil {
-			return ctrl.Result{}, err
+		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
+		if err := errors.Join(deleteErrs...); err != nil {
+			return reconciler.Retry(ReasonDeleting,
+				fmt.Sprintf("Deleting the modules' Manifests failed (%s); retrying", reconciler.Cause(err)), err)
 		}
-		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateDeleting)}, nil
+		return reconciler.Deleting(ReasonDeleting,
+			fmt.Sprintf("Waiting for %d modules to be removed from the runtime; see status.modules", len(existing)),
+			r.Intervals.After(v1beta2.StateDeleting))
 	}
 	if err := r.removeRuntimeKyma(ctx, kyma); err != nil {
-		return ctrl.Result{}, err
-	}
-	patch := client.MergeFrom(kyma.DeepCopy())
-	controllerutil.RemoveFinalizer(kyma, v1beta2.KymaFinalizer)
-	if err := r.Patch(ctx, kyma, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+		return runtimeOutcome(kyma, err)
 	}
 	r.Runtimes.Evict(kyma.Name)
 	r.runtimeSide.forget(kyma.Name)
 	forgetMetrics(kyma.Name)
-	return ctrl.Result{}, nil
+	return reconciler.Done()
 }
 
 // removeRuntimeKyma deletes the runtime's own Kyma once all modules are gone.
@@ -272,6 +272,8 @@ func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[str
 
 func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *v1beta2.Manifest, unmanage bool) error {
 	if unmanage && m.Annotations[v1beta2.UnmanageAnnotation] != "true" {
+		// A merge patch of one annotation: it sends that key alone, and
+		// touches no list another writer may have changed.
 		patch := client.MergeFrom(m.DeepCopy())
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
@@ -287,17 +289,11 @@ func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *
 	if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Manifest %s: %w", m.Name, err)
 	}
-	r.event(kyma, corev1.EventTypeNormal, "ModuleRemoved", "Removing module "+m.Spec.ModuleName)
+	r.events.Normal(kyma, "ModuleRemoved", "Removing module "+m.Spec.ModuleName)
 	return nil
 }
 
 func kymaStatus(k *v1beta2.Kyma) any { return &k.Status }
-
-func (r *Reconciler) event(kyma *v1beta2.Kyma, eventType, reason, note string) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(kyma, nil, eventType, reason, reason, "%s", note)
-	}
-}
 
 func installedVersions(manifests map[string]*v1beta2.Manifest) map[string]string {
 	installed := make(map[string]string, len(manifests))

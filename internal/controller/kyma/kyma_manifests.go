@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,9 +70,9 @@ func (r *Reconciler) syncManifest(ctx context.Context, kyma *v1beta2.Kyma, modul
 		return fmt.Errorf("writing Manifest %s: %w", desired.Name, err)
 	}
 	if existing == nil {
-		r.event(kyma, corev1.EventTypeNormal, "ModuleAdded", fmt.Sprintf("Installing module %s %s", module.Name, module.Version))
+		r.events.Normal(kyma, "ModuleAdded", fmt.Sprintf("Installing module %s %s", module.Name, module.Version))
 	} else if existing.Spec.Version != desired.Spec.Version {
-		r.event(kyma, corev1.EventTypeNormal, "ModuleUpgraded", fmt.Sprintf("Upgrading module %s from %s to %s", module.Name, existing.Spec.Version, desired.Spec.Version))
+		r.events.Normal(kyma, "ModuleUpgraded", fmt.Sprintf("Upgrading module %s from %s to %s", module.Name, existing.Spec.Version, desired.Spec.Version))
 	}
 	return nil
 }

@@ -147,7 +147,7 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 	if !runtimeKyma.DeletionTimestamp.IsZero() {
 		if kyma.DeletionTimestamp.IsZero() {
 			// The runtime owner deleted it: let it go and recreate it.
-			patch := client.MergeFrom(runtimeKyma.DeepCopy())
+			patch := finalizerPatch(runtimeKyma)
 			controllerutil.RemoveFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
 			if err := c.Patch(ctx, runtimeKyma, patch); err != nil && !apierrors.IsNotFound(err) {
 				return nil, false, fmt.Errorf("releasing the runtime's deleted Kyma %s: %w", key, err)
@@ -157,13 +157,21 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 		return runtimeKyma, false, nil
 	}
 	if !controllerutil.ContainsFinalizer(runtimeKyma, v1beta2.KymaFinalizer) {
-		patch := client.MergeFrom(runtimeKyma.DeepCopy())
+		patch := finalizerPatch(runtimeKyma)
 		controllerutil.AddFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
 		if err := c.Patch(ctx, runtimeKyma, patch); err != nil {
 			return nil, false, fmt.Errorf("protecting the runtime's Kyma %s: %w", key, err)
 		}
 	}
 	return runtimeKyma, false, nil
+}
+
+// finalizerPatch patches the runtime Kyma's finalizers with an optimistic
+// lock: a plain merge patch of the list would drop a finalizer another
+// controller added meanwhile. A conflict is an error; the next reconcile
+// reads the Kyma again.
+func finalizerPatch(runtimeKyma *v1beta2.Kyma) client.Patch {
+	return client.MergeFromWithOptions(runtimeKyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
 }
 
 // deleteRuntimeKyma removes the runtime's own Kyma, finalizer and all, and
@@ -180,7 +188,7 @@ func deleteRuntimeKyma(ctx context.Context, c client.Client, key client.ObjectKe
 		return client.IgnoreNotFound(err)
 	}
 	if controllerutil.ContainsFinalizer(runtimeKyma, v1beta2.KymaFinalizer) {
-		patch := client.MergeFrom(runtimeKyma.DeepCopy())
+		patch := finalizerPatch(runtimeKyma)
 		controllerutil.RemoveFinalizer(runtimeKyma, v1beta2.KymaFinalizer)
 		if err := c.Patch(ctx, runtimeKyma, patch); err != nil {
 			return client.IgnoreNotFound(err)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -36,6 +37,7 @@ type SetupOptions struct {
 
 // SetupWithManager registers the controller, its index and its watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
+	r.events = reconciler.NewEvents(r.Recorder)
 	r.catalog = newCatalogSnapshot(mgr.GetClient(), opts.Namespace)
 	r.ready = newReadyClock()
 	r.runtimeSide = newRuntimeSide(mgr.GetClient())

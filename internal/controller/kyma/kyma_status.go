@@ -1,8 +1,8 @@
 package kyma
 
 import (
-	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -11,106 +11,85 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
-	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
-// Condition types of a Kyma.
-const (
-	// ConditionReady is True when every module is Ready (or Unmanaged) and
-	// the runtime is reachable.
-	ConditionReady = "Ready"
-	// ConditionPaused is True while reconciliation is skipped by label.
-	ConditionPaused = "Paused"
-)
-
-// Reasons of the Kyma's conditions. Stable: dashboards and alerts key on
-// them. A module name is never a reason; module detail is in status.modules.
-const (
-	ReasonReady              = "Ready"
-	ReasonModulesNotReady    = "ModulesNotReady"
-	ReasonModulesFailed      = "ModulesFailed"
-	ReasonRuntimeUnavailable = "RuntimeUnavailable"
-	ReasonDeleting           = "Deleting"
-	ReasonPaused             = "SkipReconciliationLabel"
-	ReasonNotPaused          = "Reconciling"
-
-	// ReasonKubeconfigRefused: the runtime's kubeconfig asks for more than
-	// inline credentials (a plugin, a file, a proxy, skipped TLS
-	// verification); nothing is tried until its Secret changes.
-	ReasonKubeconfigRefused = "KubeconfigRefused"
-)
-
-// stateRank orders states worst first for aggregation.
-var stateRank = map[v1beta2.State]int{
-	v1beta2.StateError:      0,
-	v1beta2.StateWarning:    1,
-	v1beta2.StateDeleting:   2,
-	v1beta2.StateProcessing: 3,
-	v1beta2.StateReady:      4,
-	v1beta2.StateUnmanaged:  5,
-}
-
-func worse(a, b v1beta2.State) v1beta2.State {
-	if stateRank[b] < stateRank[a] {
-		return b
-	}
-	return a
-}
-
-// setStatus computes the Kyma's status from what was resolved and what the
-// Manifests report. It reads nothing but its arguments.
-func setStatus(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest, runtimeErr error, clock *readyClock) {
-	statuses := make([]v1beta2.ModuleStatus, 0, len(modules))
-	state := v1beta2.StateReady
-	notReady, failed := 0, 0
-	for i := range modules {
-		ms := moduleStatus(&modules[i], manifests[ManifestName(kyma.Name, modules[i].Name)])
+// setModuleStatuses computes status.modules and status.activeChannel from
+// what was resolved and the Kyma's Manifests (see moduleStatuses). It reads
+// nothing but its arguments; the conditions and status.state follow from the
+// outcome (outcomeOf), which the skeleton records.
+func setModuleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest, clock *readyClock) {
+	kyma.Status.Modules = moduleStatuses(kyma, modules, manifests)
+	for _, ms := range kyma.Status.Modules {
 		clock.observe(kyma.Name, ms.Name, ms.State)
-		statuses = append(statuses, ms)
-		state = worse(state, ms.State)
-		switch ms.State {
-		case v1beta2.StateReady, v1beta2.StateUnmanaged:
-		case v1beta2.StateError:
-			failed++
-			notReady++
-		default:
-			notReady++
-		}
 	}
-	kyma.Status.Modules = statuses
 	kyma.Status.ActiveChannel = kyma.Spec.Channel
 	if kyma.Status.ActiveChannel == "" {
 		kyma.Status.ActiveChannel = v1beta2.DefaultChannel
 	}
+}
 
-	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "All modules are ready"}
-	switch {
-	case errors.Is(runtimeErr, remote.ErrKubeconfigRefused):
-		// The error names the Secret, the refused field and the fix, and
-		// never a value of the kubeconfig.
-		state = v1beta2.StateError
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonKubeconfigRefused,
-			Message: runtimeErr.Error()}
-	case runtimeErr != nil:
-		state = v1beta2.StateError
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonRuntimeUnavailable,
-			Message: "The runtime cannot be reached or used: " + runtimeErr.Error()}
-	case failed > 0:
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonModulesFailed,
-			Message: fmt.Sprintf("%d of %d modules are in Error; see status.modules", failed, len(modules))}
-	case notReady > 0:
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonModulesNotReady,
-			Message: fmt.Sprintf("%d of %d modules are not ready yet", notReady, len(modules))}
+// moduleStatuses is one entry per resolved module, then one per Manifest
+// of a module no longer wanted: that module stays listed, Deleting, until
+// its Manifest is gone, so that an uninstall that is stuck shows (KLM does
+// the same).
+func moduleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest) []v1beta2.ModuleStatus {
+	statuses := make([]v1beta2.ModuleStatus, 0, len(modules))
+	listed := make(map[string]bool, len(modules))
+	for i := range modules {
+		name := ManifestName(kyma.Name, modules[i].Name)
+		listed[name] = true
+		statuses = append(statuses, moduleStatus(&modules[i], manifests[name]))
 	}
-	if len(modules) == 0 && runtimeErr == nil {
-		cond.Message = "No modules to install"
+	return append(statuses, removalStatuses(kyma, manifests, listed)...)
+}
+
+// removalStatuses lists the Manifests not in listed as modules being
+// removed, sorted by name. An entry the Kyma had for the module keeps its
+// channel, version and references.
+func removalStatuses(kyma *v1beta2.Kyma, manifests map[string]*v1beta2.Manifest, listed map[string]bool) []v1beta2.ModuleStatus {
+	previous := make(map[string]v1beta2.ModuleStatus, len(kyma.Status.Modules))
+	for _, ms := range kyma.Status.Modules {
+		previous[ManifestName(kyma.Name, ms.Name)] = ms
 	}
-	setCondition(kyma, cond)
-	meta.RemoveStatusCondition(&kyma.Status.Conditions, ConditionPaused)
-	setState(kyma, state)
-	if runtimeErr == nil {
-		kyma.Status.ObservedGeneration = kyma.Generation
+	var out []v1beta2.ModuleStatus
+	for name, m := range manifests {
+		if listed[name] {
+			continue
+		}
+		ms, ok := previous[name]
+		if !ok {
+			moduleName := m.Spec.ModuleName
+			if moduleName == "" {
+				moduleName = m.Labels[v1beta2.ModuleNameLabel]
+			}
+			ms = v1beta2.ModuleStatus{Name: moduleName, FQDN: moduleName, Version: m.Spec.Version, Manifest: manifestRef(m)}
+		}
+		ms.State = v1beta2.StateDeleting
+		ms.Message = removalMessage(m)
+		out = append(out, ms)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// removalMessage says how the removal of a module is going: the Manifest's
+// own word once its controller works on the removal (it names custom
+// resources that block it), else that it has begun.
+func removalMessage(m *v1beta2.Manifest) string {
+	if !m.DeletionTimestamp.IsZero() && (m.Status.State == v1beta2.StateDeleting || m.Status.State == v1beta2.StateError) {
+		if message := readyMessage(m); message != "" {
+			return message
+		}
+	}
+	return "Removing the module from the runtime"
+}
+
+func manifestRef(m *v1beta2.Manifest) *v1beta2.TrackingObject {
+	return &v1beta2.TrackingObject{
+		TypeMeta:    metav1.TypeMeta{APIVersion: v1beta2.GroupVersion.String(), Kind: "Manifest"},
+		PartialMeta: v1beta2.PartialMeta{Name: m.Name, Namespace: m.Namespace, Generation: m.Generation},
 	}
 }
 
@@ -128,10 +107,7 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 		}
 	}
 	if m != nil {
-		ms.Manifest = &v1beta2.TrackingObject{
-			TypeMeta:    metav1.TypeMeta{APIVersion: v1beta2.GroupVersion.String(), Kind: "Manifest"},
-			PartialMeta: v1beta2.PartialMeta{Name: m.Name, Namespace: m.Namespace, Generation: m.Generation},
-		}
+		ms.Manifest = manifestRef(m)
 		if m.Spec.Resource != nil {
 			ms.Resource = &v1beta2.TrackingObject{
 				TypeMeta:    metav1.TypeMeta{APIVersion: m.Spec.Resource.GetAPIVersion(), Kind: m.Spec.Resource.GetKind()},
@@ -170,7 +146,7 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 	}
 	if m != nil && !m.DeletionTimestamp.IsZero() && module.Spec.Managed {
 		ms.State = v1beta2.StateDeleting
-		ms.Message = readyMessage(m)
+		ms.Message = removalMessage(m)
 	}
 	return ms
 }
@@ -182,37 +158,31 @@ func readyMessage(m *v1beta2.Manifest) string {
 	return ""
 }
 
-// setDeleting reports a Kyma waiting for its Manifests to be removed.
-func setDeleting(kyma *v1beta2.Kyma, remaining map[string]*v1beta2.Manifest) {
-	for i := range kyma.Status.Modules {
-		ms := &kyma.Status.Modules[i]
-		if m, ok := remaining[ManifestName(kyma.Name, ms.Name)]; ok {
-			ms.State = v1beta2.StateDeleting
-			ms.Message = readyMessage(m)
-		}
-	}
-	setCondition(kyma, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDeleting,
-		Message: fmt.Sprintf("Waiting for %d modules to be removed from the runtime", len(remaining))})
-	setState(kyma, v1beta2.StateDeleting)
-}
-
 // setPaused records that reconciliation is skipped; the rest of the status
 // is left as last observed.
 func setPaused(kyma *v1beta2.Kyma) {
-	setCondition(kyma, metav1.Condition{Type: ConditionPaused, Status: metav1.ConditionTrue, Reason: ReasonPaused,
-		Message: "Reconciliation is paused by the label " + v1beta2.SkipReconciliationLabel})
+	meta.SetStatusCondition(&kyma.Status.Conditions, metav1.Condition{
+		Type: ConditionPaused, Status: metav1.ConditionTrue, Reason: ReasonPaused, ObservedGeneration: kyma.Generation,
+		Message: "Reconciliation is paused by the label " + v1beta2.SkipReconciliationLabel + " or the pause selector; deletion still runs",
+	})
 }
 
-func setCondition(kyma *v1beta2.Kyma, cond metav1.Condition) {
-	cond.ObservedGeneration = kyma.Generation
-	meta.SetStatusCondition(&kyma.Status.Conditions, cond)
-}
-
-func setState(kyma *v1beta2.Kyma, state v1beta2.State) {
-	if kyma.Status.State != state {
-		kyma.Status.LastOperation = v1beta2.LastOperation{Operation: "Kyma is " + string(state), LastUpdateTime: metav1.NewTime(time.Now())}
+// recordOutcome writes o into the Kyma's status through the skeleton's
+// Record (kstatus conditions, the state derived from them,
+// observedGeneration), drops the Paused condition (a recorded outcome is
+// one of a Kyma that is worked on), and notes a change of state in
+// lastOperation.
+func recordOutcome(kyma *v1beta2.Kyma, o reconciler.Outcome) {
+	before := kyma.Status.State
+	reconciler.Record(reconciler.Status{
+		Conditions: &kyma.Status.Conditions, State: &kyma.Status.State, ObservedGeneration: &kyma.Status.ObservedGeneration,
+	}, kyma.Generation, o)
+	meta.RemoveStatusCondition(&kyma.Status.Conditions, ConditionPaused)
+	if kyma.Status.State != before {
+		kyma.Status.LastOperation = v1beta2.LastOperation{
+			Operation: "Kyma is " + string(kyma.Status.State), LastUpdateTime: metav1.NewTime(time.Now()),
+		}
 	}
-	kyma.Status.State = state
 }
 
 // readyClock measures how long modules take from Processing or Error to

@@ -2,17 +2,14 @@ package kyma
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
-	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -28,42 +25,37 @@ func manifestIn(state v1beta2.State, generation int64, message string) *v1beta2.
 	return m
 }
 
-func TestSetStatus(t *testing.T) {
+// TestModuleStatus checks each module's entry in status.modules; how the
+// Kyma as a whole reads from them is TestOutcomeOf's.
+func TestModuleStatus(t *testing.T) {
 	managed := v1beta2.Module{Name: "m", Managed: true}
 	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{Name: "m-1.0.0"}}
 	resolved := resolve.Module{Name: "m", Channel: "regular", Version: "1.0.0", Template: template, Spec: managed}
+	deleting := manifestIn(v1beta2.StateDeleting, 1, "Waiting for 1 custom resources to be deleted by their owners: Sample kyma-system/users-own")
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 
 	tests := []struct {
 		name       string
 		module     resolve.Module
 		manifest   *v1beta2.Manifest
-		runtimeErr error
 		wantModule v1beta2.State
-		wantKyma   v1beta2.State
-		wantReason string
 		wantMsg    string
 	}{
-		{name: "no Manifest yet", module: resolved, wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady},
-		{name: "Manifest Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
+		{name: "no Manifest yet", module: resolved, wantModule: v1beta2.StateProcessing},
+		{name: "Manifest Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), wantModule: v1beta2.StateReady},
 		{name: "Ready of an older generation is not Ready", module: resolved, manifest: manifestIn(v1beta2.StateReady, 2, ""),
-			wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing, wantReason: ReasonModulesNotReady, wantMsg: "Installing version 1.0.0"},
+			wantModule: v1beta2.StateProcessing, wantMsg: "Installing version 1.0.0"},
 		{name: "Ready of the old version is not Ready", module: resolve.Module{Name: "m", Channel: "regular", Version: "2.0.0", Template: template, Spec: managed},
-			manifest: manifestIn(v1beta2.StateReady, 1, ""), wantModule: v1beta2.StateProcessing, wantKyma: v1beta2.StateProcessing,
-			wantReason: ReasonModulesNotReady, wantMsg: "Installing version 2.0.0"},
+			manifest: manifestIn(v1beta2.StateReady, 1, ""), wantModule: v1beta2.StateProcessing, wantMsg: "Installing version 2.0.0"},
 		{name: "Manifest Error passes its message", module: resolved, manifest: manifestIn(v1beta2.StateError, 1, "fetching rawManifest: boom"),
-			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "fetching rawManifest: boom"},
+			wantModule: v1beta2.StateError, wantMsg: "fetching rawManifest: boom"},
 		{name: "Manifest Warning", module: resolved, manifest: manifestIn(v1beta2.StateWarning, 1, "Sample reports Warning"),
-			wantModule: v1beta2.StateWarning, wantKyma: v1beta2.StateWarning, wantReason: ReasonModulesNotReady},
+			wantModule: v1beta2.StateWarning, wantMsg: "Sample reports Warning"},
 		{name: "unresolvable module", module: resolve.Module{Name: "m", Spec: managed, Err: errors.New("no ModuleReleaseMeta")},
-			wantModule: v1beta2.StateError, wantKyma: v1beta2.StateError, wantReason: ReasonModulesFailed, wantMsg: "no ModuleReleaseMeta"},
-		{name: "unmanaged module", module: resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m"}},
-			wantModule: v1beta2.StateUnmanaged, wantKyma: v1beta2.StateReady, wantReason: ReasonReady},
-		{name: "runtime unavailable wins", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""), runtimeErr: errors.New("dial tcp: connection refused"),
-			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonRuntimeUnavailable},
-		{name: "refused kubeconfig has its own reason", module: resolved, manifest: manifestIn(v1beta2.StateReady, 1, ""),
-			runtimeErr: fmt.Errorf("%w: Secret kcp-system/k key \"config\" is refused: %w", remote.ErrInvalidKubeconfig,
-				&kubeconfig.FieldError{Field: "users[0].user.exec", Problem: "exec plugins are refused"}),
-			wantModule: v1beta2.StateReady, wantKyma: v1beta2.StateError, wantReason: ReasonKubeconfigRefused},
+			wantModule: v1beta2.StateError, wantMsg: "no ModuleReleaseMeta"},
+		{name: "unmanaged module", module: resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m"}}, wantModule: v1beta2.StateUnmanaged},
+		{name: "Manifest being deleted names what blocks", module: resolved, manifest: deleting,
+			wantModule: v1beta2.StateDeleting, wantMsg: "Sample kyma-system/users-own"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,45 +65,37 @@ func TestSetStatus(t *testing.T) {
 			if tt.manifest != nil {
 				manifests[ManifestName(kyma.Name, "m")] = tt.manifest
 			}
-			setStatus(kyma, []resolve.Module{tt.module}, manifests, tt.runtimeErr, newReadyClock())
+			setModuleStatuses(kyma, []resolve.Module{tt.module}, manifests, newReadyClock())
 
 			g.Expect(kyma.Status.Modules).To(HaveLen(1))
 			g.Expect(kyma.Status.Modules[0].State).To(Equal(tt.wantModule))
 			g.Expect(kyma.Status.Modules[0].Message).To(ContainSubstring(tt.wantMsg))
-			g.Expect(kyma.Status.State).To(Equal(tt.wantKyma))
-			cond := meta.FindStatusCondition(kyma.Status.Conditions, ConditionReady)
-			g.Expect(cond).NotTo(BeNil())
-			g.Expect(cond.Reason).To(Equal(tt.wantReason))
-			g.Expect(cond.Reason).NotTo(Equal("m"), "a module name is never a reason")
-			g.Expect(cond.Status == metav1.ConditionTrue).To(Equal(tt.wantKyma == v1beta2.StateReady))
+			g.Expect(kyma.Status.ActiveChannel).To(Equal(v1beta2.DefaultChannel))
 		})
 	}
 }
 
-// TestSetStatusKeepsLastTransitionWhenNothingChanged computes the status of
-// a Ready Kyma twice, the second time later, with nothing changed: the
-// status is the same, timestamps included, so nothing is written.
-func TestSetStatusKeepsLastTransitionWhenNothingChanged(t *testing.T) {
+// TestSteadyStatusIsNotRewritten computes and records the same Ready
+// status twice, an hour apart: nothing changes, so nothing is written (the
+// first status is moved an hour back, so that a time taken anew would show).
+func TestSteadyStatusIsNotRewritten(t *testing.T) {
 	g := NewWithT(t)
-	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k"}}
-	// The module resolves to the version the Manifest has installed, so that
-	// the steady state is Ready (a module without a version would be
-	// Processing, "Installing version").
-	resolved := resolve.Module{Name: "m", Version: "1.0.0", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}}
+	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k", Generation: 2}}
+	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}, Version: "1.0.0"}
 	manifests := map[string]*v1beta2.Manifest{ManifestName(kyma.Name, "m"): manifestIn(v1beta2.StateReady, 1, "")}
-	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
-	g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady), "the case is the Ready steady state")
-	g.Expect(kyma.Status.Modules).To(ConsistOf(HaveField("State", v1beta2.StateReady)))
-
-	// The status as the previous reconcile stored it, an hour ago: a
-	// timestamp set again now would differ from it.
-	anHourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	kyma.Status.LastUpdateTime = anHourAgo
+	steady := func() {
+		setModuleStatuses(kyma, []resolve.Module{resolved}, manifests, newReadyClock())
+		recordOutcome(kyma, outcomeOf(kyma, observed{Modules: kyma.Status.Modules}, requeue.Intervals{}))
+	}
+	steady()
+	g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady))
+	hourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	kyma.Status.LastUpdateTime = hourAgo
 	for i := range kyma.Status.Conditions {
-		kyma.Status.Conditions[i].LastTransitionTime = anHourAgo
+		kyma.Status.Conditions[i].LastTransitionTime = hourAgo
 	}
 	first := kyma.Status.DeepCopy()
-	setStatus(kyma, []resolve.Module{resolved}, manifests, nil, newReadyClock())
+	steady()
 	g.Expect(kyma.Status).To(Equal(*first), "a steady state writes the same status: no flapping, no write")
 }
 

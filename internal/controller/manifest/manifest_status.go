@@ -113,7 +113,7 @@ func readinessOutcome(readiness apply.Readiness, intervals requeue.Intervals) re
 	case v1beta2.StateWarning:
 		return reconciler.Warning(readiness.Message, intervals.After(v1beta2.StateWarning))
 	case v1beta2.StateError:
-		return reconciler.RetryAfter(ReasonModuleError, readiness.Message, intervals.After(v1beta2.StateError))
+		return reconciler.RetryAfter(ReasonModuleError, readiness.Message, intervals.After(v1beta2.StateError), nil)
 	default:
 		return reconciler.Progressing(ReasonProcessing, readiness.Message, intervals.After(v1beta2.StateProcessing))
 	}
