@@ -90,9 +90,9 @@ func TestOutcomeOf(t *testing.T) {
 		{name: "garbage in the Secret says so", in: observed{RuntimeErr: garbage}, wantReason: ReasonRuntimeUnavailable, wantState: E,
 			wantStatus: status.InProgressStatus, wantMsg: "does not parse as a kubeconfig", backoff: true},
 		{name: "a refused kubeconfig is Stalled until the Secret changes", in: observed{Modules: modulesIn(R), RuntimeErr: refused},
-			wantReason: ReasonKubeconfigRefused, wantState: E, wantStatus: status.FailedStatus, wantMsg: "users[0].user.exec", terminal: true},
+			wantReason: ReasonKubeconfigRefused, wantState: E, wantStatus: status.FailedStatus, wantMsg: "users[0].user.exec", terminal: true, movesGen: true},
 		{name: "Stalled, but a failed Manifest write is still retried", in: observed{RuntimeErr: refused, WriteErr: writeFailed},
-			wantReason: ReasonKubeconfigRefused, wantState: E, wantStatus: status.FailedStatus, wantAfter: time.Minute},
+			wantReason: ReasonKubeconfigRefused, wantState: E, wantStatus: status.FailedStatus, wantAfter: time.Minute, movesGen: true},
 		{name: "a failed Manifest write backs off", in: observed{Modules: modulesIn(R, E), WriteErr: writeFailed},
 			wantReason: ReasonModulesFailed, wantState: E, wantStatus: status.InProgressStatus, wantMsg: "(server error)", backoff: true},
 	}

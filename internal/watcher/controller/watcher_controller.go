@@ -66,16 +66,12 @@ func watcherOutcome(w *v1beta2.Watcher) reconciler.Outcome {
 }
 
 // recordWatcher records o in the Watcher's status. A Stalled Watcher has its
-// observedGeneration moved too: its current spec was looked at and found
-// invalid, and kstatus reports Failed only for an observed generation (an
-// older one would read "in progress" for good).
+// observedGeneration moved too (reconciler.Record does so for every kind):
+// its current spec was looked at and found invalid.
 func recordWatcher(w *v1beta2.Watcher, o reconciler.Outcome) {
 	reconciler.Record(reconciler.Status{
 		Conditions: &w.Status.Conditions, State: &w.Status.State, ObservedGeneration: &w.Status.ObservedGeneration,
 	}, w.Generation, o)
-	if o.Kind == reconciler.KindStalled {
-		w.Status.ObservedGeneration = w.Generation
-	}
 }
 
 // DefaultWatcherName names the Watcher created at start.
