@@ -43,6 +43,12 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if c.apiServer != nil && c.apiServer.running() {
 		return errors.New("the API server is already running")
 	}
+	return c.restartAPIServerLocked(ctx)
+}
+
+// restartAPIServerLocked starts the kube-apiserver with the arguments it had. c.mu must be
+// held.
+func (c *Cluster) restartAPIServerLocked(ctx context.Context) error {
 	var err error
 	// The port is fixed now, so there is nothing to change between attempts; a bind failure
 	// is retried only because the old socket may take a moment to be released.

@@ -37,6 +37,7 @@ type Cluster struct {
 	keepDir        bool
 	certs          *clusterCerts
 	apiServerArgs  []string
+	etcdArgs       []string
 	etcdURL        string
 	config         *rest.Config
 	kubeconfig     []byte

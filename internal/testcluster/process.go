@@ -144,14 +144,17 @@ func (p *process) exitError() error {
 // fatal message and its immediate cause, short enough to read in a test failure.
 const logTailLines = 20
 
-func (p *process) logTail() string {
+func (p *process) logTail() string { return p.lastLines(logTailLines) }
+
+// lastLines returns the last n lines this run of the process wrote.
+func (p *process) lastLines(n int) string {
 	data, err := p.log()
 	if err != nil {
 		return fmt.Sprintf("(log unreadable: %v)", err)
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,8 @@ type RuntimeOptions struct {
 // Module readiness checks therefore see what they see in a real cluster.
 type Runtime struct {
 	*Cluster
+	// crdPaths are the CRDs of RuntimeOptions, installed again by ReplaceWithEmpty.
+	crdPaths []string
 }
 
 // StartRuntime starts the runtime's processes, creates the fake Node and returns once the
@@ -54,12 +57,58 @@ func StartRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a runtime: %w", err)
 	}
-	r := &Runtime{Cluster: c}
-	if err := r.startWorkloadComponents(ctx, opts.CRDDirectoryPaths); err != nil {
+	r := &Runtime{Cluster: c, crdPaths: opts.CRDDirectoryPaths}
+	if err := r.startWorkloadComponents(ctx, r.crdPaths); err != nil {
 		_ = c.Stop()
 		return nil, fmt.Errorf("starting a runtime: %w", err)
 	}
 	return r, nil
+}
+
+// ReplaceWithEmpty turns the runtime into a new, empty cluster behind the same address, as
+// a runtime rebuilt from scratch under an unchanged kubeconfig looks to its clients: every
+// process stops, etcd's data is removed, and etcd and the API server start again on the same
+// ports with the same certificates (so Config, Kubeconfig and existing clients stay valid),
+// followed by the workload components, the fake Node and the CRDs of RuntimeOptions, as
+// StartRuntime sets them up. It returns once the runtime is as ready as StartRuntime leaves
+// it. On error the runtime is unusable and should be stopped.
+func (r *Runtime) ReplaceWithEmpty(ctx context.Context) error {
+	if err := r.wipe(ctx); err != nil {
+		return fmt.Errorf("replacing the runtime with an empty one: %w", err)
+	}
+	if err := r.startWorkloadComponents(ctx, r.crdPaths); err != nil {
+		return fmt.Errorf("replacing the runtime with an empty one: %w", err)
+	}
+	return nil
+}
+
+// wipe stops every process, removes etcd's data and starts etcd and the API server again.
+func (r *Runtime) wipe(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return errors.New("the runtime is stopped")
+	}
+	var errs []error
+	for i := len(r.components) - 1; i >= 0; i-- {
+		errs = append(errs, r.components[i].stop())
+	}
+	r.components = nil
+	for _, p := range []*process{r.apiServer, r.etcd} {
+		if p != nil {
+			errs = append(errs, p.stop())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(r.dir, "etcd")); err != nil {
+		return fmt.Errorf("removing etcd's data: %w", err)
+	}
+	if err := r.restartEtcdLocked(ctx); err != nil {
+		return err
+	}
+	return r.restartAPIServerLocked(ctx)
 }
 
 func (r *Runtime) startWorkloadComponents(ctx context.Context, crdPaths []string) error {

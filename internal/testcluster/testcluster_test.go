@@ -250,6 +250,78 @@ func TestAPIServerRestartKeepsData(t *testing.T) {
 	g.Expect(got.Data).To(Equal(cm.Data))
 }
 
+func TestEtcdRestartKeepsData(t *testing.T) {
+	g := NewWithT(t)
+	client, err := kubernetes.NewForConfig(controlPlane.Config())
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := createNamespace(t, client)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stored", Namespace: ns}, Data: map[string]string{"key": "value"}}
+	created, err := client.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(controlPlane.StopEtcd()).To(Succeed())
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = controlPlane.StartEtcd(context.Background())
+		}
+	})
+	// The API server answers, but cannot store anything.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns}}, metav1.CreateOptions{})
+	g.Expect(err).To(HaveOccurred(), "a write without etcd must fail")
+	g.Expect(errors.Is(err, syscall.ECONNREFUSED)).To(BeFalse(), "the API server itself stays up: %v", err)
+
+	g.Expect(controlPlane.StartEtcd(t.Context())).To(Succeed())
+	restarted = true
+	g.Expect(controlPlane.StartEtcd(t.Context())).To(MatchError(ContainSubstring("already running")))
+	g.Eventually(func(g Gomega) {
+		got, err := client.CoreV1().ConfigMaps(ns).Get(t.Context(), "stored", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got.UID).To(Equal(created.UID), "the same object, from the same data")
+	}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+}
+
+func TestReplaceWithEmptyKeepsAddressAndCredentials(t *testing.T) {
+	g := NewWithT(t)
+	client, err := kubernetes.NewForConfig(runtimeCluster.Config())
+	g.Expect(err).NotTo(HaveOccurred())
+	host, kubeconfig := runtimeCluster.Config().Host, runtimeCluster.Kubeconfig()
+	ns, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "old-"}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(runtimeCluster.ReplaceWithEmpty(t.Context())).To(Succeed())
+
+	g.Expect(runtimeCluster.Config().Host).To(Equal(host))
+	g.Expect(runtimeCluster.Kubeconfig()).To(Equal(kubeconfig))
+	// The client from before reaches the new cluster, which has nothing of the old one but
+	// what a fresh runtime has: the Node and the controllers' default ServiceAccounts.
+	_, err = client.CoreV1().Namespaces().Get(t.Context(), ns.Name, metav1.GetOptions{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the old cluster's namespace is gone: %v", err)
+	node, err := client.CoreV1().Nodes().Get(t.Context(), fakeNodeName, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(node.Status.Conditions).To(ContainElement(SatisfyAll(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+	_, err = client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(t.Context(), "default", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func TestCommandIsKilledWithItsGroup(t *testing.T) {
+	g := NewWithT(t)
+	cmd, err := StartCommand("/bin/sh", []string{"-c", "echo started; sleep 60 & wait"}, t.TempDir()+"/sh.log")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() string { return cmd.LogTail(5) }).WithTimeout(10 * time.Second).Should(Equal("started"))
+	g.Expect(cmd.Running()).To(BeTrue())
+	g.Expect(cmd.ExitError()).To(Succeed())
+
+	g.Expect(cmd.Kill()).To(Succeed())
+	g.Expect(cmd.Running()).To(BeFalse())
+	g.Expect(cmd.ExitError()).To(MatchError(ContainSubstring("signal: killed")))
+	// The orphaned child is reaped by init a moment later.
+	g.Eventually(func() error { return syscall.Kill(-cmd.Pid(), 0) }).WithTimeout(10*time.Second).
+		Should(MatchError(syscall.ESRCH), "the child (sleep) was killed with the group")
+}
+
 func TestMissingBinaryTellsHowToBuildIt(t *testing.T) {
 	t.Setenv(BinDirEnv, t.TempDir())
 	_, err := StartControlPlane(t.Context(), ControlPlaneOptions{CRDDirectoryPaths: []string{}})

@@ -1,0 +1,43 @@
+package testcluster
+
+import "path/filepath"
+
+// Command is a binary under test started the way the clusters' own processes are: it dies
+// with the test binary however that ends (see startOnLauncherThread), runs in a process
+// group of its own, and appends stdout and stderr to a log file. Tests use it for processes
+// they kill on purpose, such as the operator killed mid-install.
+type Command struct {
+	p *process
+}
+
+// StartCommand starts the binary at path with args, its output appended to logPath. A log
+// shared by several runs (a restarted command) keeps every run's lines; LogTail and
+// ExitError read only this run's.
+func StartCommand(path string, args []string, logPath string) (*Command, error) {
+	p, err := startProcess(filepath.Base(path), path, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Command{p: p}, nil
+}
+
+// Kill sends SIGKILL to the command's process group, as a crash or an OOM kill would end
+// it, and returns once the process has exited. Killing an exited command does nothing.
+func (c *Command) Kill() error { return c.p.stop() }
+
+// Running reports whether the command has not exited.
+func (c *Command) Running() bool { return c.p.running() }
+
+// Pid is the command's process ID.
+func (c *Command) Pid() int { return c.p.pid() }
+
+// ExitError says why the command exited, with the end of its log; nil while it runs.
+func (c *Command) ExitError() error {
+	if c.p.running() {
+		return nil
+	}
+	return c.p.exitError()
+}
+
+// LogTail returns the last n lines this run of the command wrote.
+func (c *Command) LogTail(n int) string { return c.p.lastLines(n) }
