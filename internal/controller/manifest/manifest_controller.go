@@ -40,7 +40,7 @@ type Renderer interface {
 // Reconciler reconciles Manifests.
 type Reconciler struct {
 	client.Client
-	Runtimes      *remote.Clients
+	Runtimes      remote.Runtimes
 	Renderer      Renderer
 	Recorder      events.EventRecorder
 	Intervals     requeue.Intervals
@@ -134,7 +134,7 @@ func (r *Reconciler) reconcile(ctx context.Context, manifest *v1beta2.Manifest) 
 		return ctrl.Result{}, err
 	}
 
-	applier := apply.NewApplier(c, cluster.Mapper)
+	applier := cluster.Applier()
 	owner := r.owner(manifest)
 	applied, err := applier.ApplyModule(ctx, objects, owner, manifest.Status.Synced)
 	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
@@ -232,7 +232,7 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	}
 	c := cluster.Client
 
-	applier := apply.NewApplier(c, cluster.Mapper)
+	applier := cluster.Applier()
 	owner := r.owner(manifest)
 	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, owner); err != nil {

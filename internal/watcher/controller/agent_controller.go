@@ -75,7 +75,7 @@ type AgentReconciler struct {
 	// PKIClient reads and writes credentials in the PKI namespace, which the
 	// manager's cache does not cover.
 	PKIClient client.Client
-	Runtimes  *remote.Clients
+	Runtimes  remote.Runtimes
 	CA        *pki.CA
 	Recorder  events.EventRecorder
 	// Pause is the operator's pause policy (skip-reconciliation label and
@@ -165,7 +165,7 @@ func (r *AgentReconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	result, err := apply.NewApplier(cluster.Client, cluster.Mapper).Apply(ctx, unstructured)
+	result, err := cluster.Applier().Apply(ctx, unstructured)
 	if err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return ctrl.Result{}, fmt.Errorf("applying the runtime watcher: %w", err)
@@ -258,7 +258,7 @@ func (r *AgentReconciler) uninstall(ctx context.Context, kyma *v1beta2.Kyma) err
 	if err != nil {
 		return err
 	}
-	if _, err := apply.NewApplier(cluster.Client, cluster.Mapper).Delete(ctx, apply.InventoryOf(unstructured)); err != nil {
+	if _, err := cluster.Applier().Delete(ctx, apply.InventoryOf(unstructured)); err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return fmt.Errorf("removing the runtime watcher: %w", err)
 	}
