@@ -176,7 +176,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	runtimes := remote.NewClients(mgr.GetClient(), remote.Options{
+	// The API reader confirms a missing kubeconfig Secret past the cache.
+	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
 	})

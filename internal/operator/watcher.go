@@ -196,7 +196,7 @@ type watcherSources struct {
 // Like every controller, it leaves the Kymas that policy pauses alone. It
 // returns the sources through which the Kyma and Manifest controllers learn
 // of reported changes (none when the watcher is disabled).
-func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes *remote.Clients, policy pause.Policy) (watcherSources, error) {
+func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes remote.Runtimes, policy pause.Policy) (watcherSources, error) {
 	if !opts.Watcher.enabled() {
 		return watcherSources{}, nil
 	}

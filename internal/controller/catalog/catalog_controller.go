@@ -13,10 +13,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -38,7 +35,7 @@ const FieldManager = "lifecycle-manager-catalog"
 // Reconciler syncs the catalog into the runtime of one Kyma per request.
 type Reconciler struct {
 	client.Client
-	Runtimes *remote.Clients
+	Runtimes remote.Runtimes
 	// ControlPlane is the KCP's config; a runtime at the same address is the
 	// control plane itself (single-cluster mode) and gets no copy.
 	ControlPlane *rest.Config
@@ -56,12 +53,10 @@ type Reconciler struct {
 
 	// events reports failed syncs on the Kyma; set up by SetupWithManager.
 	events *reconciler.Events
-
-	mu      sync.Mutex
-	applied map[string]*runtimeState // by Kyma name
 }
 
-// runtimeState is what was last written to one runtime.
+// runtimeState is the catalog sync's memo of a runtime (see remote.Recall):
+// what was last written to it. It is replaced, never changed in place.
 type runtimeState struct {
 	// revisions maps an object key to the control-plane resourceVersion
 	// last applied.
@@ -98,9 +93,6 @@ const controllerName = "catalog"
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	kyma := &v1beta2.Kyma{}
 	if err := r.Get(ctx, req.NamespacedName, kyma); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.Name)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
@@ -135,10 +127,8 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconcil
 	if err != nil {
 		return reconciler.Retry(ReasonSyncFailed, "Reading the catalog failed ("+reconciler.Cause(err)+")", err)
 	}
-	if err := r.sync(ctx, kyma.Name, cluster, desired, r.namespace(kyma)); err != nil {
-		if r.Runtimes.EvictOnError(kyma.Name, err) {
-			r.forget(kyma.Name)
-		}
+	if err := r.sync(ctx, cluster, desired, r.namespace(kyma)); err != nil {
+		r.Runtimes.EvictOnError(kyma.Name, err)
 		return reconciler.Retry(ReasonSyncFailed, "Writing the catalog to the runtime failed ("+reconciler.Cause(err)+")", err)
 	}
 	return reconciler.Ready(ReasonSynced, "The runtime's catalog copy is in step", r.Resync)
@@ -249,8 +239,8 @@ func dropNulls(m map[string]any) {
 // sync writes what changed since the last time (everything, with a dry-run
 // diff, once per resync interval) and deletes copies no longer in the
 // catalog.
-func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *remote.Cluster, desired []source, namespace string) error {
-	state := r.state(kymaName)
+func (r *Reconciler) sync(ctx context.Context, cluster *remote.Cluster, desired []source, namespace string) error {
+	state, _ := remote.Recall[runtimeState](cluster)
 	full := time.Since(state.fullSync) >= r.Resync
 
 	var toApply []*unstructured.Unstructured
@@ -266,7 +256,7 @@ func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *remote.
 		if err := remote.EnsureNamespace(ctx, cluster.Client, namespace); err != nil {
 			return err
 		}
-		if _, err := apply.NewApplierAs(cluster.Client, cluster.Mapper, FieldManager).Apply(ctx, toApply); err != nil {
+		if _, err := cluster.ApplierAs(FieldManager).Apply(ctx, toApply); err != nil {
 			return fmt.Errorf("applying the catalog: %w", err)
 		}
 	}
@@ -274,8 +264,6 @@ func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *remote.
 		return err
 	}
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	revisions := make(map[string]string, len(desired))
 	for _, s := range desired {
 		revisions[s.key] = s.revision
@@ -284,13 +272,14 @@ func (r *Reconciler) sync(ctx context.Context, kymaName string, cluster *remote.
 	if full {
 		state.fullSync = time.Now()
 	}
+	remote.Remember(cluster, state)
 	return nil
 }
 
 // prune deletes catalog copies the control plane no longer has. Between full
 // passes only copies known to have been written are considered, so that an
 // unchanged catalog costs no request.
-func (r *Reconciler) prune(ctx context.Context, c client.Client, namespace string, wanted map[string]bool, state *runtimeState, full bool) error {
+func (r *Reconciler) prune(ctx context.Context, c client.Client, namespace string, wanted map[string]bool, state runtimeState, full bool) error {
 	if !full {
 		stale := false
 		for key := range state.revisions {
@@ -319,26 +308,6 @@ func (r *Reconciler) prune(ctx context.Context, c client.Client, namespace strin
 		}
 	}
 	return nil
-}
-
-func (r *Reconciler) state(kymaName string) *runtimeState {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.applied == nil {
-		r.applied = map[string]*runtimeState{}
-	}
-	s, ok := r.applied[kymaName]
-	if !ok {
-		s = &runtimeState{revisions: map[string]string{}}
-		r.applied[kymaName] = s
-	}
-	return s
-}
-
-func (r *Reconciler) forget(kymaName string) {
-	r.mu.Lock()
-	delete(r.applied, kymaName)
-	r.mu.Unlock()
 }
 
 func sameCluster(a, b *rest.Config) bool {

@@ -32,7 +32,7 @@ type Pinner interface {
 // Reconciler reconciles Kymas.
 type Reconciler struct {
 	client.Client
-	Runtimes  *remote.Clients
+	Runtimes  remote.Runtimes
 	Pinner    Pinner
 	Recorder  events.EventRecorder
 	Intervals requeue.Intervals
@@ -185,11 +185,11 @@ func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (clien
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if err := r.runtimeSide.syncCRDs(ctx, kyma.Name, cluster); err != nil {
+	if err := r.runtimeSide.syncCRDs(ctx, cluster); err != nil {
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
 	}
-	runtimeKyma, recreate, err := syncRuntimeKyma(ctx, cluster.Client, kyma, runtimeKymaKey(kyma, r.SyncNamespace))
+	runtimeKyma, recreate, err := syncRuntimeKyma(ctx, cluster, kyma, runtimeKymaKey(kyma, r.SyncNamespace))
 	if err != nil {
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
@@ -198,11 +198,10 @@ func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (clien
 }
 
 // evictOnError forgets a runtime's client and sync state after an error
-// that says the runtime cannot be used, so the next attempt starts afresh.
+// that says the runtime cannot be used, and the sync state after one that
+// says it lacks what was synced, so the next attempt starts afresh.
 func (r *Reconciler) evictOnError(kyma *v1beta2.Kyma, err error) {
-	if r.Runtimes.EvictOnError(kyma.Name, err) {
-		r.runtimeSide.forget(kyma.Name)
-	}
+	r.Runtimes.EvictOnError(kyma.Name, err)
 }
 
 // finalize deletes every Manifest of the Kyma, which uninstalls its modules
@@ -235,7 +234,6 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 		return runtimeOutcome(kyma, err)
 	}
 	r.Runtimes.Evict(kyma.Name)
-	r.runtimeSide.forget(kyma.Name)
 	forgetMetrics(kyma.Name)
 	return reconciler.Done()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
@@ -35,20 +33,19 @@ var RuntimeCRDs = []string{
 // CRDs it needs and the runtime's own Kyma.
 type runtimeSide struct {
 	kcp client.Reader
-
-	mu sync.Mutex
-	// appliedCRDs remembers, per Kyma, the control-plane CRD revisions last
-	// applied to its runtime; equal revisions mean no request at all.
-	appliedCRDs map[string]string
 }
 
 func newRuntimeSide(kcp client.Reader) *runtimeSide {
-	return &runtimeSide{kcp: kcp, appliedCRDs: map[string]string{}}
+	return &runtimeSide{kcp: kcp}
 }
+
+// appliedCRDs is the Kyma controller's memo of a runtime: the control-plane
+// CRD revisions last applied to it; equal revisions mean no request at all.
+type appliedCRDs string
 
 // syncCRDs applies the control plane's versions of RuntimeCRDs to the
 // runtime when they changed since the last time.
-func (s *runtimeSide) syncCRDs(ctx context.Context, kymaName string, cluster *remote.Cluster) error {
+func (s *runtimeSide) syncCRDs(ctx context.Context, cluster *remote.Cluster) error {
 	objects := make([]*unstructured.Unstructured, 0, len(RuntimeCRDs))
 	revisions := make([]string, 0, len(RuntimeCRDs))
 	for _, name := range RuntimeCRDs {
@@ -63,29 +60,16 @@ func (s *runtimeSide) syncCRDs(ctx context.Context, kymaName string, cluster *re
 		}
 		objects = append(objects, obj)
 	}
-	revision := strings.Join(revisions, ",")
+	revision := appliedCRDs(strings.Join(revisions, ","))
 
-	s.mu.Lock()
-	applied := s.appliedCRDs[kymaName]
-	s.mu.Unlock()
-	if applied == revision {
+	if applied, _ := remote.Recall[appliedCRDs](cluster); applied == revision {
 		return nil
 	}
-	if _, err := apply.NewApplier(cluster.Client, cluster.Mapper).Apply(ctx, objects); err != nil {
+	if _, err := cluster.Applier().Apply(ctx, objects); err != nil {
 		return fmt.Errorf("applying CRDs to the runtime: %w", err)
 	}
-	s.mu.Lock()
-	s.appliedCRDs[kymaName] = revision
-	s.mu.Unlock()
+	remote.Remember(cluster, revision)
 	return nil
-}
-
-// forget drops what is remembered of a Kyma's runtime, so that a runtime
-// that comes back (or is replaced) is synced afresh.
-func (s *runtimeSide) forget(kymaName string) {
-	s.mu.Lock()
-	delete(s.appliedCRDs, kymaName)
-	s.mu.Unlock()
 }
 
 // runtimeCRD is the runtime's copy of a control-plane CRD: its spec, and our
@@ -114,10 +98,12 @@ func runtimeKymaKey(kyma *v1beta2.Kyma, syncNamespace string) client.ObjectKey {
 
 // syncRuntimeKyma makes sure the runtime has its own Kyma and returns it.
 // A missing one is created, holding the modules the runtime owner had listed
-// (as last recorded in the control plane). One being deleted by the runtime
-// owner is let go — after its module list was read — and comes back on the
-// next reconcile.
-func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, key client.ObjectKey) (*v1beta2.Kyma, bool, error) {
+// (as last recorded in the control plane); a runtime that lost its Kyma may
+// have lost the rest too, so every memo of it is dropped. One being deleted
+// by the runtime owner is let go — after its module list was read — and
+// comes back on the next reconcile.
+func syncRuntimeKyma(ctx context.Context, cluster *remote.Cluster, kyma *v1beta2.Kyma, key client.ObjectKey) (*v1beta2.Kyma, bool, error) {
+	c := cluster.Client
 	runtimeKyma := &v1beta2.Kyma{}
 	err := c.Get(ctx, key, runtimeKyma)
 	switch {
@@ -139,6 +125,7 @@ func syncRuntimeKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, k
 		if err := c.Create(ctx, runtimeKyma); err != nil {
 			return nil, false, fmt.Errorf("creating the runtime's Kyma %s: %w", key, err)
 		}
+		cluster.Forget()
 		return runtimeKyma, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("reading the runtime's Kyma %s: %w", key, err)

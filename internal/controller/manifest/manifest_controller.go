@@ -38,7 +38,7 @@ type Renderer interface {
 // Reconciler reconciles Manifests.
 type Reconciler struct {
 	client.Client
-	Runtimes      *remote.Clients
+	Runtimes      remote.Runtimes
 	Renderer      Renderer
 	Recorder      events.EventRecorder
 	Intervals     requeue.Intervals
@@ -145,7 +145,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 // must end with o.
 func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
-	applier := apply.NewApplier(cluster.Client, cluster.Mapper)
+	applier := cluster.Applier()
 	applied, err := applier.ApplyModule(ctx, objects, r.owner(manifest), manifest.Status.Synced)
 	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
 		// Someone else's objects: nothing was applied and nothing is pruned.

@@ -40,7 +40,7 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 		}
 		return o
 	}
-	applier := apply.NewApplier(cluster.Client, cluster.Mapper)
+	applier := cluster.Applier()
 	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, r.owner(manifest)); err != nil {
 			return r.deleteFailed(manifest, err)

@@ -78,7 +78,7 @@ type AgentReconciler struct {
 	// PKIClient reads and writes credentials in the PKI namespace, which the
 	// manager's cache does not cover.
 	PKIClient client.Client
-	Runtimes  *remote.Clients
+	Runtimes  remote.Runtimes
 	CA        *pki.CA
 	Recorder  events.EventRecorder
 	// Pause is the operator's pause policy (skip-reconciliation label and
@@ -195,7 +195,7 @@ func (r *AgentReconciler) configure(ctx context.Context, kyma *v1beta2.Kyma, clu
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, "Rendering the runtime watcher failed", err)
 	}
-	result, err := apply.NewApplier(cluster.Client, cluster.Mapper).Apply(ctx, unstructured)
+	result, err := cluster.Applier().Apply(ctx, unstructured)
 	if err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return runtimeFailure(fmt.Errorf("applying the runtime watcher: %w", err), ReasonApplyFailed, "Applying the runtime watcher failed")
@@ -283,7 +283,7 @@ func (r *AgentReconciler) uninstall(ctx context.Context, kyma *v1beta2.Kyma) err
 	if err != nil {
 		return err
 	}
-	if _, err := apply.NewApplier(cluster.Client, cluster.Mapper).Delete(ctx, apply.InventoryOf(unstructured)); err != nil {
+	if _, err := cluster.Applier().Delete(ctx, apply.InventoryOf(unstructured)); err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return fmt.Errorf("removing the runtime watcher: %w", err)
 	}

@@ -1,0 +1,245 @@
+// Package remote gives the operator one object per runtime (Cluster): a
+// client built from the runtime's kubeconfig Secret in the control plane,
+// its REST mapper, and what controllers remember of the runtime between
+// reconciles.
+//
+// Building a client costs a TLS handshake and API discovery, so Clusters are
+// cached per Kyma and reused across reconciles. A Cluster belongs to one
+// runtime identity (Secret UID and server): a Secret that is recreated or
+// points elsewhere gets a new Cluster with nothing remembered. A Cluster is
+// dropped as one unit — client, mapper and memos — when the caller reports
+// that the runtime refused or could not be reached, so the next reconcile
+// starts from the Secret again; its memos alone are dropped when the runtime
+// turns out to lack what they say it has (see Cache.EvictOnError).
+//
+// A kubeconfig is data, never code: only inline credentials are accepted
+// (see kubeconfig.Validate), and the client is built from those fields alone.
+// Every request to a runtime has a timeout, and Slots caps how many
+// reconciles work on one runtime at once, so that one slow runtime cannot
+// stall the others.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
+)
+
+// KubeconfigKey is the key of a runtime's kubeconfig in its Secret.
+const KubeconfigKey = "config"
+
+// ErrNoKubeconfigSecret means no Secret registers the runtime of a Kyma:
+// neither the cache nor the API server has one.
+var ErrNoKubeconfigSecret = errors.New("no kubeconfig Secret for the runtime")
+
+// ErrInvalidKubeconfig means the Secret exists but does not hold a usable
+// kubeconfig.
+var ErrInvalidKubeconfig = errors.New("invalid runtime kubeconfig")
+
+// Runtimes is what controllers need of the runtimes: the Cluster of a
+// Kyma's runtime, a slot to work on it, and eviction after errors. Cache
+// implements it.
+type Runtimes interface {
+	// Get returns the Cluster of the named Kyma's runtime.
+	Get(ctx context.Context, kymaName string) (*Cluster, error)
+	// TryAcquire takes one of the runtime's slots; see Slots.TryAcquire.
+	TryAcquire(controller, kymaName string) (release func(), ok bool)
+	// EvictOnError drops what err shows to be stale; see Cache.EvictOnError.
+	EvictOnError(kymaName string, err error) bool
+	// Evict drops the runtime's Cluster, memos and all.
+	Evict(kymaName string)
+}
+
+// Options tune the clients made for runtimes.
+type Options struct {
+	// Scheme knows the typed objects used against runtimes.
+	Scheme *k8sruntime.Scheme
+	// QPS and Burst limit each runtime's client.
+	QPS   float32
+	Burst int
+	// Namespace is where kubeconfig Secrets live in the control plane.
+	Namespace string
+	// RequestTimeout bounds every request to a runtime, including
+	// discovery; zero means none.
+	RequestTimeout time.Duration
+	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
+	// once, across controllers; zero means no cap.
+	MaxWorkersPerRuntime int
+}
+
+// Cache hands out one Cluster per runtime.
+type Cache struct {
+	reader    client.Reader
+	apiReader client.Reader
+	opts      Options
+
+	slots *Slots
+
+	mu       sync.Mutex
+	clusters map[string]*Cluster // by Kyma name
+}
+
+var _ Runtimes = (*Cache)(nil)
+
+// NewCache returns a cache of runtime Clusters. reader reads kubeconfig
+// Secrets from the control plane (the manager's cached client does);
+// apiReader reads them past the cache (the manager's APIReader), to confirm
+// that a Secret the cache does not have is really gone before a runtime is
+// treated as gone. A nil apiReader trusts the cache.
+func NewCache(reader, apiReader client.Reader, opts Options) *Cache {
+	return &Cache{
+		reader: reader, apiReader: apiReader, opts: opts,
+		slots: NewSlots(opts.MaxWorkersPerRuntime), clusters: map[string]*Cluster{},
+	}
+}
+
+// TryAcquire takes one of the named Kyma's runtime slots for controller; see
+// Slots.TryAcquire. Every controller that talks to runtimes shares them.
+func (c *Cache) TryAcquire(controller, kymaName string) (release func(), ok bool) {
+	return c.slots.TryAcquire(controller, kymaName)
+}
+
+// Get returns the Cluster of the named Kyma's runtime. The same Cluster is
+// returned while the Secret is unchanged. A changed Secret gets a new client;
+// the memos stay only when the Secret still points at the same server.
+func (c *Cache) Get(ctx context.Context, kymaName string) (*Cluster, error) {
+	secret, err := c.secret(ctx, kymaName)
+	if err != nil {
+		c.Evict(kymaName)
+		return nil, err
+	}
+
+	c.mu.Lock()
+	cached := c.clusters[kymaName]
+	c.mu.Unlock()
+	if cached != nil && cached.identity.SecretUID == secret.UID && cached.secretVersion == secret.ResourceVersion {
+		return cached, nil
+	}
+
+	cluster, err := c.build(secret)
+	if err != nil {
+		c.Evict(kymaName)
+		return nil, err
+	}
+	if cached != nil && cached.identity == cluster.identity {
+		// New credentials for the same runtime: what is known of it holds.
+		cluster.memos = cached.memos
+	}
+	c.mu.Lock()
+	c.clusters[kymaName] = cluster
+	c.mu.Unlock()
+	return cluster, nil
+}
+
+// Evict drops the Cluster of a Kyma's runtime: client, mapper and memos.
+func (c *Cache) Evict(kymaName string) {
+	c.mu.Lock()
+	delete(c.clusters, kymaName)
+	c.mu.Unlock()
+}
+
+// EvictOnError drops what err, returned by a request to the named Kyma's
+// runtime, shows to be stale, and reports whether it evicted the Cluster:
+//   - the runtime refused our credentials or could not be reached
+//     (IsConnectionError): the whole Cluster, so that the next attempt
+//     rebuilds the client from the Secret;
+//   - the runtime lacks a resource or kind (IsMissing): the memos, which
+//     may say it was applied (the runtime was replaced by an empty one, or
+//     someone deleted it), so that the next reconcile applies it again.
+func (c *Cache) EvictOnError(kymaName string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case IsConnectionError(err):
+		c.Evict(kymaName)
+		return true
+	case IsMissing(err):
+		c.mu.Lock()
+		cached := c.clusters[kymaName]
+		c.mu.Unlock()
+		if cached != nil {
+			cached.Forget()
+		}
+	}
+	return false
+}
+
+// secret returns the one kubeconfig Secret of the named Kyma. When the cache
+// has none, the API server is asked: a cache that has not caught up yet must
+// not make the operator treat a runtime as gone (and release its Manifests
+// without cleaning up) or skip it.
+func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, error) {
+	list, err := c.list(ctx, c.reader, kymaName)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 && c.apiReader != nil {
+		if list, err = c.list(ctx, c.apiReader, kymaName); err != nil {
+			return nil, fmt.Errorf("confirming that the runtime has no kubeconfig Secret: %w", err)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil, fmt.Errorf("%w: create a Secret in namespace %s labelled %s=%s with the kubeconfig under key %q",
+			ErrNoKubeconfigSecret, c.opts.Namespace, v1beta2.KymaNameLabel, kymaName, KubeconfigKey)
+	case 1:
+		return &list[0], nil
+	default:
+		return nil, fmt.Errorf("%w: %d Secrets are labelled %s=%s; keep exactly one",
+			ErrInvalidKubeconfig, len(list), v1beta2.KymaNameLabel, kymaName)
+	}
+}
+
+func (c *Cache) list(ctx context.Context, reader client.Reader, kymaName string) ([]corev1.Secret, error) {
+	list := &corev1.SecretList{}
+	if err := reader.List(ctx, list,
+		client.InNamespace(c.opts.Namespace),
+		client.MatchingLabels{v1beta2.KymaNameLabel: kymaName},
+	); err != nil {
+		return nil, fmt.Errorf("listing kubeconfig Secrets: %w", err)
+	}
+	return list.Items, nil
+}
+
+func (c *Cache) build(secret *corev1.Secret) (*Cluster, error) {
+	raw, ok := secret.Data[KubeconfigKey]
+	if !ok || len(raw) == 0 {
+		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
+	}
+	accepted, err := kubeconfig.Validate(raw)
+	if errors.Is(err, kubeconfig.ErrUnparsable) {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
+	cfg := restConfig(accepted)
+	cfg.Timeout = c.opts.RequestTimeout
+	if c.opts.QPS > 0 {
+		cfg.QPS = c.opts.QPS
+	}
+	if c.opts.Burst > 0 {
+		cfg.Burst = c.opts.Burst
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
+	}
+	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	cluster.identity = Identity{SecretUID: secret.UID, Server: accepted.Server}
+	cluster.secretVersion = secret.ResourceVersion
+	return cluster, nil
+}
