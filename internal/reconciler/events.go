@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/redact"
 )
 
 // eventInterval is how often the same failure of the same object is
@@ -17,7 +19,8 @@ const eventInterval = time.Minute
 
 // Events reports the raw error text of failed reconciles as Warning events,
 // which is where raw text belongs (conditions carry stable messages only),
-// at most once per eventInterval per object and reason.
+// with credentials in quoted URLs removed, at most once per eventInterval
+// per object and reason.
 type Events struct {
 	recorder events.EventRecorder
 	now      func() time.Time
@@ -49,7 +52,7 @@ func (e *Events) Warn(obj client.Object, reason string, err error) {
 	if !e.due(eventKey{uid: obj.GetUID(), reason: reason}) {
 		return
 	}
-	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, reason, "%s", err.Error())
+	e.warn(obj, reason, err)
 }
 
 // warnOutcome reports o's error for obj, at most once per eventInterval for
@@ -61,7 +64,14 @@ func (e *Events) warnOutcome(obj client.Object, o Outcome) {
 	if !e.due(eventKey{uid: obj.GetUID(), reason: o.Reason, message: o.Message}) {
 		return
 	}
-	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, o.Reason, o.Reason, "%s", o.Err.Error())
+	e.warn(obj, o.Reason, o.Err)
+}
+
+// warn writes the event. The raw text may quote links module teams wrote,
+// with credentials in them (user info, a token in the query): those are
+// stripped here, for every controller at once.
+func (e *Events) warn(obj client.Object, reason string, err error) {
+	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, reason, "%s", redact.Text(err.Error()))
 }
 
 // Normal reports something that happened; these are not rate limited, as

@@ -72,7 +72,7 @@ func TestKymaStatusModuleInErrorIsRetried(t *testing.T) {
 	kyma := k.get(Default)
 	Expect(reconciling(kyma)).To(HaveField("Reason", v1beta2.ReasonProgressingWithRetry))
 	Expect(meta.FindStatusCondition(kyma.Status.Conditions, v1beta2.ConditionStalled)).To(BeNil(), "a module in Error is retried, not Stalled")
-	Expect(k.moduleStatus(Default, name)).To(And(HaveField("State", v1beta2.StateError), HaveField("Message", ContainSubstring("no such layer"))))
+	Expect(k.moduleStatus(Default, name)).To(And(HaveField("State", v1beta2.StateError), HaveField("Message", ContainSubstring("404 Not Found"))))
 }
 
 // TestKymaStatusKubeconfigRefusedIsFailed swaps the runtime's kubeconfig for
