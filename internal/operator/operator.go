@@ -150,6 +150,40 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("parsing the pause selector %q: %w", opts.PauseSelector, err)
 	}
 	paused := pause.Policy{Group: pauseGroup}
+	mgr, err := newManager(opts, scheme, selection)
+	if err != nil {
+		return nil, err
+	}
+
+	// The API reader confirms a missing kubeconfig Secret past the cache.
+	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
+		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
+		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
+	})
+	var keychain authn.Keychain
+	if opts.Content.RegistryCredentialsSecret != "" {
+		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})
+	}
+	pipeline, err := content.New(opts.Content, keychain)
+	if err != nil {
+		return nil, err
+	}
+
+	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes, paused)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
+	}
+	if err := setupControllers(ctx, mgr, opts, controllerParts{
+		runtimes: runtimes, pipeline: pipeline, paused: paused, sources: watcherSources,
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// newManager creates the manager: its cache holds the KCP namespace only,
+// without managedFields, and only the Kymas of the selection.
+func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Selector) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -176,24 +210,21 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
-	// The API reader confirms a missing kubeconfig Secret past the cache.
-	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
-		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
-		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
-	})
-	var keychain authn.Keychain
-	if opts.Content.RegistryCredentialsSecret != "" {
-		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})
-	}
-	pipeline, err := content.New(opts.Content, keychain)
-	if err != nil {
-		return nil, err
-	}
+	return mgr, nil
+}
 
-	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes, paused)
-	if err != nil {
-		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
-	}
+// controllerParts are what the controllers share.
+type controllerParts struct {
+	runtimes *remote.Cache
+	pipeline *content.Pipeline
+	paused   pause.Policy
+	sources  watcherSources
+}
+
+// setupControllers registers the Kyma, Manifest and (optionally) catalog
+// controllers with mgr.
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p controllerParts) error {
+	runtimes, pipeline, paused, watcherSources := p.runtimes, p.pipeline, p.paused, p.sources
 	if err := (&kyma.Reconciler{
 		Client:        mgr.GetClient(),
 		Runtimes:      runtimes,
@@ -211,7 +242,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		MaxBackoff:              opts.MaxBackoff,
 		Sources:                 watcherSources.Kymas,
 	}); err != nil {
-		return nil, fmt.Errorf("setting up the Kyma controller: %w", err)
+		return fmt.Errorf("setting up the Kyma controller: %w", err)
 	}
 	if err := (&manifest.Reconciler{
 		Client:        mgr.GetClient(),
@@ -229,7 +260,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		MaxBackoff:              opts.MaxBackoff,
 		Sources:                 watcherSources.Manifests,
 	}); err != nil {
-		return nil, fmt.Errorf("setting up the Manifest controller: %w", err)
+		return fmt.Errorf("setting up the Manifest controller: %w", err)
 	}
 	if opts.CatalogSync {
 		if err := (&catalog.Reconciler{
@@ -243,8 +274,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 
 			ReconcileTimeout: opts.ReconcileTimeout,
 		}).SetupWithManager(mgr, opts.CatalogConcurrency); err != nil {
-			return nil, fmt.Errorf("setting up the catalog sync: %w", err)
+			return fmt.Errorf("setting up the catalog sync: %w", err)
 		}
 	}
-	return mgr, nil
+	return nil
 }

@@ -217,11 +217,37 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		return watcherSources{}, err
 	}
 
-	if err := listener.IndexRuntimeID(ctx, mgr.GetFieldIndexer()); err != nil {
-		return watcherSources{}, fmt.Errorf("indexing Kymas by runtime id: %w", err)
+	requeue, err := addListener(ctx, mgr, opts.Namespace, w, ca, func(k *v1beta2.Kyma) bool { return watcherctrl.Reporting(k, policy, paused) })
+	if err != nil {
+		return watcherSources{}, err
 	}
-	requeue := make(chan event.TypedGenericEvent[*v1beta2.Kyma], 1024)
-	requeueManifests := make(chan event.TypedGenericEvent[*v1beta2.Manifest], 1024)
+	if err := setupWatcherControllers(mgr, opts, w, watcherParts{pkiClient: pkiClient, runtimes: runtimes, ca: ca, policy: policy, paused: paused}); err != nil {
+		return watcherSources{}, err
+	}
+	return watcherSources{
+		Kymas:     []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
+		Manifests: []source.Source{source.Channel(requeue.manifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
+	}, nil
+}
+
+// listenerRequeues carry what the listener and its fallback requeue to the
+// Kyma and Manifest controllers.
+type listenerRequeues struct {
+	kymas     chan event.TypedGenericEvent[*v1beta2.Kyma]
+	manifests chan event.TypedGenericEvent[*v1beta2.Manifest]
+}
+
+// addListener adds the listener (mTLS, serving certificate from the CA) and
+// its fallback for silent runtimes to mgr; watched tells the Kymas whose
+// runtimes report.
+func addListener(ctx context.Context, mgr ctrl.Manager, namespace string, w WatcherOptions, ca *pki.CA, watched func(*v1beta2.Kyma) bool) (listenerRequeues, error) {
+	if err := listener.IndexRuntimeID(ctx, mgr.GetFieldIndexer()); err != nil {
+		return listenerRequeues{}, fmt.Errorf("indexing Kymas by runtime id: %w", err)
+	}
+	requeue := listenerRequeues{
+		kymas:     make(chan event.TypedGenericEvent[*v1beta2.Kyma], 1024),
+		manifests: make(chan event.TypedGenericEvent[*v1beta2.Manifest], 1024),
+	}
 	health := listener.NewHealth(w.SilenceTimeout)
 	var dnsNames []string
 	var ips []net.IP
@@ -238,57 +264,69 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		GetCertificate: pki.NewServingCertificate(ca, pki.Request{
 			CommonName: "lifecycle-manager-listener", DNSNames: dnsNames, IPs: ips, Validity: w.CertValidity,
 		}, w.RenewFraction).GetCertificate,
-		Kymas:           listener.CacheLookup{Reader: mgr.GetClient(), Namespace: opts.Namespace},
-		Requeue:         requeue,
+		Kymas:           listener.CacheLookup{Reader: mgr.GetClient(), Namespace: namespace},
+		Requeue:         requeue.kymas,
 		Manifests:       listener.CacheManifestLookup{Reader: mgr.GetClient(), Name: kyma.ManifestName},
-		ManifestRequeue: requeueManifests,
+		ManifestRequeue: requeue.manifests,
 		Health:          health,
 		RecheckAfter:    w.RecheckAfter,
 		ReportRate:      w.ReportRate, // negative: no limit
 		ReportBurst:     w.ReportBurst,
 	})
 	if err != nil {
-		return watcherSources{}, err
+		return listenerRequeues{}, err
 	}
 	if err := mgr.Add(l); err != nil {
-		return watcherSources{}, err
+		return listenerRequeues{}, err
 	}
 	if err := mgr.Add(&listener.Fallback{
-		Reader: mgr.GetClient(), Namespace: opts.Namespace, Health: health,
-		Interval: w.FallbackInterval, Requeue: requeue,
-		Watched: func(k *v1beta2.Kyma) bool { return watcherctrl.Reporting(k, policy, paused) },
+		Reader: mgr.GetClient(), Namespace: namespace, Health: health,
+		Interval: w.FallbackInterval, Requeue: requeue.kymas,
+		Watched: watched,
 	}); err != nil {
-		return watcherSources{}, err
+		return listenerRequeues{}, err
 	}
 
+	return requeue, nil
+}
+
+// watcherParts are what the watcher's controllers share with the rest.
+type watcherParts struct {
+	pkiClient client.Client
+	runtimes  remote.Runtimes
+	ca        *pki.CA
+	policy    pause.Policy
+	paused    labels.Selector
+}
+
+// setupWatcherControllers registers the agent controller, the Watcher status
+// controller and the default Watcher.
+func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p watcherParts) error {
 	if err := (&watcherctrl.AgentReconciler{
 		Client:    mgr.GetClient(),
-		PKIClient: pkiClient,
-		Runtimes:  runtimes,
-		CA:        ca,
+		PKIClient: p.pkiClient,
+		Runtimes:  p.runtimes,
+		CA:        p.ca,
 		Recorder:  mgr.GetEventRecorder("lifecycle-manager"),
-		Pause:     policy,
+		Pause:     p.policy,
 		Options: watcherctrl.AgentOptions{
 			Namespace: opts.Namespace, PKINamespace: w.PKINamespace, SyncNamespace: opts.SyncNamespace,
 			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
 			ListenerURL: w.ListenerURL, Image: w.AgentImage, LocalURL: w.LocalAgentURL,
-			Paused: paused, Resync: w.Resync, ReconcileTimeout: opts.ReconcileTimeout,
+			Paused: p.paused, Resync: w.Resync, ReconcileTimeout: opts.ReconcileTimeout,
 		},
 	}).SetupWithManager(mgr, watcherctrl.SetupOptions{
 		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,
 	}); err != nil {
-		return watcherSources{}, fmt.Errorf("setting up the watcher agent controller: %w", err)
+		return fmt.Errorf("setting up the watcher agent controller: %w", err)
 	}
 	if err := (&watcherctrl.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return watcherSources{}, fmt.Errorf("setting up the Watcher controller: %w", err)
+		return fmt.Errorf("setting up the Watcher controller: %w", err)
 	}
 	if !w.NoDefaultWatcher {
 		if err := mgr.Add(watcherctrl.CreateDefault(mgr.GetClient(), watcherctrl.DefaultWatcher(opts.Namespace, int64(w.listenerPort())))); err != nil {
-			return watcherSources{}, err
+			return err
 		}
 	}
-	return watcherSources{
-		Kymas:     []source.Source{source.Channel(requeue, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
-		Manifests: []source.Source{source.Channel(requeueManifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
-	}, nil
+	return nil
 }

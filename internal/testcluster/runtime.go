@@ -112,9 +112,35 @@ func (r *Runtime) wipe(ctx context.Context) error {
 }
 
 func (r *Runtime) startWorkloadComponents(ctx context.Context, crdPaths []string) error {
+	components, err := r.startComponents()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(r.config)
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	if _, err := client.CoreV1().Nodes().Create(ctx, fakeNode(), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the fake node: %w", err)
+	}
+	// CRDs go in while the components start.
+	if err := installCRDs(ctx, r.config, crdPaths); err != nil {
+		return err
+	}
+	return waitComponentsReady(ctx, client, components)
+}
+
+// componentSpec is one workload component: its binary and arguments.
+type componentSpec struct {
+	name string
+	args []string
+}
+
+// componentSpecs are the controller manager, the scheduler and kwok.
+func (r *Runtime) componentSpecs() ([]componentSpec, error) {
 	kwokConfig := filepath.Join(r.dir, "kwok.yaml")
 	if err := os.WriteFile(kwokConfig, []byte(kwokStages()), 0o600); err != nil {
-		return fmt.Errorf("writing the kwok configuration: %w", err)
+		return nil, fmt.Errorf("writing the kwok configuration: %w", err)
 	}
 	kubeconfig := r.kubeconfigPath
 	// The controller manager and scheduler use the admin kubeconfig for everything, and
@@ -126,10 +152,7 @@ func (r *Runtime) startWorkloadComponents(ctx context.Context, crdPaths []string
 		"--leader-elect=false",
 		"--secure-port=0",
 	}
-	specs := []struct {
-		name string
-		args []string
-	}{
+	return []componentSpec{
 		{binKubeControllerManager, append([]string{
 			// The token controller needs the service-account private key and creates
 			// legacy token Secrets nobody here uses.
@@ -146,6 +169,14 @@ func (r *Runtime) startWorkloadComponents(ctx context.Context, crdPaths []string
 			// the Node unreachable and evict its Pods in long dev sessions.
 			"--node-lease-duration-seconds=40",
 		}},
+	}, nil
+}
+
+// startComponents starts the workload components, by binary name.
+func (r *Runtime) startComponents() (map[string]*process, error) {
+	specs, err := r.componentSpecs()
+	if err != nil {
+		return nil, err
 	}
 	components := make(map[string]*process, len(specs))
 	r.mu.Lock()
@@ -153,31 +184,25 @@ func (r *Runtime) startWorkloadComponents(ctx context.Context, crdPaths []string
 		path, err := binaryPath(s.name)
 		if err != nil {
 			r.mu.Unlock()
-			return err
+			return nil, err
 		}
 		p, err := r.start(s.name, path, s.args)
 		if err != nil {
 			r.mu.Unlock()
-			return err
+			return nil, err
 		}
 		r.components = append(r.components, p)
 		components[s.name] = p
 	}
 	r.mu.Unlock()
 
-	client, err := kubernetes.NewForConfig(r.config)
-	if err != nil {
-		return fmt.Errorf("creating a client: %w", err)
-	}
-	if _, err := client.CoreV1().Nodes().Create(ctx, fakeNode(), metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the fake node: %w", err)
-	}
-	// CRDs go in while the components start.
-	if err := installCRDs(ctx, r.config, crdPaths); err != nil {
-		return err
-	}
+	return components, nil
+}
 
-	err = components[binKwok].waitReady(ctx, runtimeReadyTimeout, func(ctx context.Context) error {
+// waitComponentsReady waits for the fake Node to be Ready (kwok), the default
+// ServiceAccount (controller manager), and checks the scheduler still runs.
+func waitComponentsReady(ctx context.Context, client kubernetes.Interface, components map[string]*process) error {
+	err := components[binKwok].waitReady(ctx, runtimeReadyTimeout, func(ctx context.Context) error {
 		node, err := client.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
