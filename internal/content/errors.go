@@ -1,6 +1,9 @@
 package content
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // maxErrorText bounds a content error as it reaches a Manifest's or
 // Kyma's status and events: parts of it (links, registry error codes,
@@ -29,3 +32,25 @@ func (e *boundedError) Error() string {
 }
 
 func (e *boundedError) Unwrap() error { return e.err }
+
+// Stages of the pipeline a PartError names.
+const (
+	StageFetch  = "fetching"
+	StageRender = "rendering"
+)
+
+// PartError says which part of a module's content failed, and at which
+// stage, so that a status can say so in a stable sentence while the
+// wrapped error (its text chosen by registries and module teams) goes to
+// events.
+type PartError struct {
+	// Stage is StageFetch or StageRender.
+	Stage string
+	// Part is the content resource's name, e.g. rawManifest.
+	Part string
+	Err  error
+}
+
+func (e *PartError) Error() string { return fmt.Sprintf("%s %s: %v", e.Stage, e.Part, e.Err) }
+
+func (e *PartError) Unwrap() error { return e.Err }

@@ -79,11 +79,11 @@ func (p *Pipeline) render(ctx context.Context, manifest *v1beta2.Manifest, syncN
 	for _, res := range manifest.Spec.Resources {
 		data, err := p.fetcher.Fetch(ctx, res.Link)
 		if err != nil {
-			return nil, fmt.Errorf("fetching %s: %w", res.Name, err)
+			return nil, &PartError{Stage: StageFetch, Part: res.Name, Err: err}
 		}
 		objs, err := p.renderResource(ctx, res.Name, data, manifest, syncNamespace)
 		if err != nil {
-			return nil, fmt.Errorf("rendering %s: %w", res.Name, err)
+			return nil, &PartError{Stage: StageRender, Part: res.Name, Err: err}
 		}
 		if strings.EqualFold(res.Name, v1beta2.CRDsResourceName) {
 			crds = append(crds, objs...)

@@ -49,7 +49,7 @@ type Phases[T client.Object] struct {
 }
 
 // Run drives one reconcile of obj, which the caller has just read: gate and
-// deadline; deletion (even when paused), else pause, else the finalizer;
+// deadline; deletion (even when paused), else the finalizer, then pause;
 // one phase; one status patch, made only when the status changed and with
 // an optimistic lock, so that an object that changed meanwhile is
 // reconciled again instead of overwritten.
@@ -74,19 +74,26 @@ func Run[T client.Object](ctx context.Context, c client.Client, obj T, p Phases[
 }
 
 func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Outcome {
-	deleting := !obj.GetDeletionTimestamp().IsZero()
-	switch {
-	case deleting && (p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer)):
-		return Done()
-	case deleting:
+	if !obj.GetDeletionTimestamp().IsZero() {
+		if p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer) {
+			return Done()
+		}
 		base := obj.DeepCopyObject().(T)
 		o := p.Delete(phaseCtx, obj)
 		if o.Kind == KindDone {
 			return removeFinalizer(ctx, c, obj, p.Finalizer)
 		}
 		return p.finish(ctx, c, base, obj, o)
-	case p.Paused != nil && p.Paused(obj):
-		base := obj.DeepCopyObject().(T)
+	}
+	// The finalizer goes on before the pause is looked at (STYLE rule 1):
+	// a paused object that is deleted is still cleaned up.
+	if p.Finalizer != "" && !controllerutil.ContainsFinalizer(obj, p.Finalizer) {
+		if o := addFinalizer(ctx, c, obj, p.Finalizer); o.Kind != KindDone {
+			return o
+		}
+	}
+	base := obj.DeepCopyObject().(T)
+	if p.Paused != nil && p.Paused(obj) {
 		if p.OnPaused != nil {
 			p.OnPaused(obj)
 		}
@@ -95,12 +102,6 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 		}
 		return Outcome{Kind: KindPaused}
 	}
-	if p.Finalizer != "" && !controllerutil.ContainsFinalizer(obj, p.Finalizer) {
-		if o := addFinalizer(ctx, c, obj, p.Finalizer); o.Kind != KindDone {
-			return o
-		}
-	}
-	base := obj.DeepCopyObject().(T)
 	return p.finish(ctx, c, base, obj, p.Reconcile(phaseCtx, obj))
 }
 

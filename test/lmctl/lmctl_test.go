@@ -281,7 +281,7 @@ func TestDevBrokenModuleFails(t *testing.T) {
 		"--error-grace", "10s", "--runtimes", "1", "--sample-modules-broken")
 	g.Expect(code).To(Equal(1), "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	g.Expect(stderr).To(ContainSubstring("stayed in Error for 10s"))
-	g.Expect(stderr).To(MatchRegexp(`runtime-0/broken Error: rendering rawManifest: .*yaml`))
+	g.Expect(stderr).To(MatchRegexp(`runtime-0/broken Error: .*the rawManifest part does not render`))
 	g.Expect(stderr).NotTo(ContainSubstring("runtime-0/sample"), "the modules that work are not blamed")
 	g.Expect(time.Since(start)).To(BeNumerically("<", 60*time.Second), "an error that does not move ends the run before the timeout")
 }

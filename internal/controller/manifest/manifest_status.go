@@ -16,6 +16,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -147,6 +148,7 @@ func contentFailed(err error) reconciler.Outcome {
 func contentCause(err error) string {
 	var registryErr *ociartifact.RegistryError
 	var renderTimeout *render.RenderTimeoutError
+	var part *content.PartError
 	switch {
 	case errors.As(err, &registryErr) && registryErr.StatusCode == http.StatusUnauthorized:
 		return "the registry answered 401 Unauthorized: the registry needs credentials: give the operator a --registry-credentials-secret that holds valid ones for this host"
@@ -160,6 +162,13 @@ func contentCause(err error) string {
 		return "rendering the Helm chart did not finish within the render deadline before (--helm-render-deadline); it is not rendered again until the chart or its values change"
 	case errors.As(err, &renderTimeout):
 		return "rendering the Helm chart did not finish within the render deadline (--helm-render-deadline); a template that loops?"
+	case errors.As(err, &part) && part.Stage == content.StageRender:
+		return "the " + part.Part + " part does not render into Kubernetes objects (YAML that does not parse, an object without apiVersion, kind or name, or a chart that fails)"
+	case errors.As(err, &part):
+		if cause := reconciler.Cause(part.Err); cause != "failed" {
+			return "fetching the " + part.Part + " part failed: " + cause
+		}
+		return "fetching the " + part.Part + " part failed"
 	default:
 		return reconciler.Cause(err)
 	}
