@@ -127,14 +127,7 @@ func (p Phases[T]) patchStatus(ctx context.Context, c client.Client, base, obj T
 		return Done()
 	}
 	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return Done()
-	case apierrors.IsConflict(err):
-		return Conflict(err)
-	default:
-		return Retry("StatusPatchFailed", "Writing the status failed", err)
-	}
+	return patched(err, Retry("StatusPatchFailed", "Writing the status failed", err))
 }
 
 // addFinalizer and removeFinalizer patch metadata.finalizers with an
@@ -154,12 +147,18 @@ func removeFinalizer[T client.Object](ctx context.Context, c client.Client, obj 
 
 func patchFinalizers[T client.Object](ctx context.Context, c client.Client, base, obj T) Outcome {
 	err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return patched(err, Retry("FinalizerPatchFailed", "Updating the finalizers failed", err))
+}
+
+// patched is the outcome of a patch: done (also when the object is gone
+// meanwhile), a quiet conflict, or failed.
+func patched(err error, failed Outcome) Outcome {
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return Done()
 	case apierrors.IsConflict(err):
 		return Conflict(err)
 	default:
-		return Retry("FinalizerPatchFailed", "Updating the finalizers failed", err)
+		return failed
 	}
 }
