@@ -21,32 +21,32 @@ import (
 type Kind int
 
 const (
-	// KindReady: the desired state is reached. Ready=True.
+	// KindReady means the desired state is reached. Ready=True.
 	KindReady Kind = iota
-	// KindWarning: the desired state is reached and works, with a warning
+	// KindWarning means the desired state is reached and works, with a warning
 	// the message names. Ready=True, reason Warning; state Warning.
 	KindWarning
-	// KindProgressing: work is under way or the operator waits for
+	// KindProgressing means work is under way or the operator waits for
 	// something that is expected to happen by itself. Ready=False,
 	// Reconciling=True; state Processing; requeued after Outcome.After.
 	KindProgressing
-	// KindRetry: a transient failure. Ready=False, Reconciling=True
+	// KindRetry means a transient failure. Ready=False, Reconciling=True
 	// (ProgressingWithRetry); state Error; retried with backoff.
 	KindRetry
-	// KindStalled: a failure only a change of the inputs can fix.
+	// KindStalled means a failure only a change of the inputs can fix.
 	// Ready=False, Stalled=True; state Error; not retried (a watched input
 	// changing requeues it).
 	KindStalled
-	// KindDeleting: the object is being deleted and removal is under way.
+	// KindDeleting means the object is being deleted and removal is under way.
 	// Ready=False, Reconciling=True (Deleting); state Deleting.
 	KindDeleting
-	// KindDone: deletion finished; the finalizer may go. Nothing is
+	// KindDone means deletion finished; the finalizer may go. Nothing is
 	// recorded.
 	KindDone
-	// KindConflict: the object changed under the reconcile (optimistic
+	// KindConflict means the object changed under the reconcile (optimistic
 	// lock). Nothing is recorded; requeued quickly and quietly.
 	KindConflict
-	// KindPaused: the object is paused; only the pause is recorded, and
+	// KindPaused means the object is paused; only the pause is recorded, and
 	// nothing is requeued (unpausing is a change that requeues it).
 	KindPaused
 )

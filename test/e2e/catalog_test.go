@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +13,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 func (k *testKyma) runtimeTemplate(name string) (*v1beta2.ModuleTemplate, error) {
@@ -102,14 +102,8 @@ func TestCatalogFailureIsAWarningEvent(t *testing.T) {
 	})
 
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(env.kcpClient.List(ctx, events, client.InNamespace(kcpNamespace))).To(Succeed())
-		var found []eventsv1.Event
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "Kyma" && e.Regarding.Name == name && e.Reason == catalog.ReasonRuntimeUnavailable {
-				found = append(found, e)
-			}
-		}
+		found, err := testenv.Events(ctx, env.kcpClient, kcpNamespace, "Kyma", name, catalog.ReasonRuntimeUnavailable)
+		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(found).NotTo(BeEmpty())
 		g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
 		g.Expect(found[0].Note).To(ContainSubstring("invalid runtime kubeconfig"))

@@ -11,7 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
 
 // removalBound is how long removing a template-operator-like module may
@@ -546,11 +546,11 @@ func TestManifestKstatusInEachState(t *testing.T) {
 // manifestWarnings are the notes of the Manifest's Warning events, where
 // raw error text goes.
 func manifestWarnings(g Gomega, name string) []string {
-	list := &eventsv1.EventList{}
-	g.Expect(env.kcpClient.List(context.Background(), list, client.InNamespace(kcpNamespace))).To(Succeed())
+	events, err := testenv.Events(context.Background(), env.kcpClient, kcpNamespace, "Manifest", name, "")
+	g.Expect(err).NotTo(HaveOccurred())
 	var notes []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Manifest" && e.Regarding.Name == name && e.Type == corev1.EventTypeWarning {
+	for _, e := range events {
+		if e.Type == corev1.EventTypeWarning {
 			notes = append(notes, e.Note)
 		}
 	}

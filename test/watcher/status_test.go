@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 )
 
@@ -112,14 +112,8 @@ func TestAgentFailureIsAnEventNotAKymaCondition(t *testing.T) {
 	g.Expect(env.kcpClient.Create(ctx, kyma)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		events := &eventsv1.EventList{}
-		g.Expect(env.kcpClient.List(ctx, events, client.InNamespace(kcpNamespace))).To(Succeed())
-		var found []eventsv1.Event
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "Kyma" && e.Regarding.Name == name && e.Reason == watcherctrl.ReasonKubeconfigRefused {
-				found = append(found, e)
-			}
-		}
+		found, err := testenv.Events(ctx, env.kcpClient, kcpNamespace, "Kyma", name, watcherctrl.ReasonKubeconfigRefused)
+		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(found).NotTo(BeEmpty())
 		g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
 		g.Expect(found[0].Note).To(ContainSubstring("invalid runtime kubeconfig"))
