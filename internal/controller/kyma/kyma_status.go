@@ -12,6 +12,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
+	"github.com/runtime-fleet/lifecycle-manager/internal/redact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -122,7 +123,9 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 		ms.Message = "Module is not managed (managed: false); its resources are left as they are"
 	case module.Err != nil:
 		ms.State = v1beta2.StateError
-		ms.Message = module.Err.Error()
+		// Resolve and pin errors may quote a template's link: never its
+		// credentials.
+		ms.Message = redact.Text(module.Err.Error())
 		if m != nil {
 			ms.Version = m.Spec.Version // what is installed stays installed
 		}
