@@ -10,10 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	kymactrl "github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 )
@@ -130,6 +132,16 @@ func (k *testKyma) update(t *testing.T, change func(*v1beta2.Kyma)) {
 		kyma := k.get(g)
 		change(kyma)
 		g.Expect(env.kcpClient.Update(context.Background(), kyma)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// pause puts the skip-reconciliation label on the Kyma and waits until the
+// Kyma says it is paused.
+func (k *testKyma) pause(t *testing.T) {
+	t.Helper()
+	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.SkipReconciliationLabel] = "true" })
+	Eventually(func(g Gomega) {
+		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kymactrl.ConditionPaused)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
 }
 

@@ -146,10 +146,7 @@ func TestPausedKymaCanBeDeleted(t *testing.T) {
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
-	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.SkipReconciliationLabel] = "true" })
-	Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kymactrl.ConditionPaused)).To(BeTrue())
-	}, timeout, interval).Should(Succeed())
+	k.pause(t)
 
 	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
 	Eventually(func(g Gomega) {

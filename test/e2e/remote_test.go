@@ -33,10 +33,7 @@ func TestRemoteRuntimeReplacedWithEmptyServer(t *testing.T) {
 	k.eventuallyReady(t)
 	Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
 
-	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.SkipReconciliationLabel] = "true" })
-	Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kyma.ConditionPaused)).To(BeTrue())
-	}, timeout, interval).Should(Succeed())
+	k.pause(t)
 
 	Expect(k.runtime.cluster.ReplaceWithEmpty(ctx)).To(Succeed())
 	err := k.runtime.client.Get(ctx, client.ObjectKey{Name: kyma.RuntimeCRDs[0]}, &apiextensionsv1.CustomResourceDefinition{})

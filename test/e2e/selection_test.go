@@ -46,10 +46,7 @@ func TestPauseAndResume(t *testing.T) {
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
-	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.SkipReconciliationLabel] = "true" })
-	Eventually(func(g Gomega) {
-		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kyma.ConditionPaused)).To(BeTrue())
-	}, timeout, interval).Should(Succeed())
+	k.pause(t)
 
 	Expect(k.runtime.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "evolving-config", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
 	Consistently(func(g Gomega) {
