@@ -2,10 +2,12 @@ package reconciler
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -127,7 +129,57 @@ func (p Phases[T]) patchStatus(ctx context.Context, c client.Client, base, obj T
 		return Done()
 	}
 	err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return p.patchStatusAgain(ctx, c, base, obj)
+	}
 	return patched(err, Retry("StatusPatchFailed", "Writing the status failed", err))
+}
+
+// patchStatusAgain handles a conflict on the status patch. When someone else
+// wrote the status meanwhile, it is left as they wrote it and the object is
+// looked at again (Conflict). When only the metadata or spec changed (a
+// deletion began, a label moved), the status this reconcile computed is
+// still the truth about what it did in the runtime, its inventory above
+// all: losing it would leave objects behind that no later reconcile knows
+// of. So it is written onto the fresh object, again under a lock.
+func (p Phases[T]) patchStatusAgain(ctx context.Context, c client.Client, base, obj T) Outcome {
+	fresh, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
+	if !ok {
+		return Conflict(nil)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+		return patched(err, Conflict(err))
+	}
+	if fresh.GetResourceVersion() == base.GetResourceVersion() || !equality.Semantic.DeepEqual(p.Status(fresh), p.Status(base)) {
+		return Conflict(nil)
+	}
+	freshBase, ok := fresh.DeepCopyObject().(T)
+	if !ok {
+		return Conflict(nil)
+	}
+	if err := copyStatus(obj, fresh); err != nil {
+		return Conflict(err)
+	}
+	err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(freshBase, client.MergeFromWithOptimisticLock{}))
+	return patched(err, Retry("StatusPatchFailed", "Writing the status failed", err))
+}
+
+// copyStatus sets to's status to from's.
+func copyStatus(from, to client.Object) error {
+	src, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(from)
+	if err != nil {
+		return err
+	}
+	dst, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(to)
+	if err != nil {
+		return err
+	}
+	if status, found := src["status"]; found {
+		dst["status"] = status
+	} else {
+		delete(dst, "status")
+	}
+	return k8sruntime.DefaultUnstructuredConverter.FromUnstructured(dst, to)
 }
 
 // addFinalizer and removeFinalizer patch metadata.finalizers with an

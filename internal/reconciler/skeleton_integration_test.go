@@ -173,3 +173,30 @@ func TestFinalizerOfAnotherControllerSurvives(t *testing.T) {
 	controllerutil.RemoveFinalizer(left, theirs)
 	g.Expect(kcp.Update(ctx, left)).To(Succeed())
 }
+
+// TestStatusSurvivesAMetadataChangeMeanwhile changes only the Manifest's
+// metadata (as a deletion beginning does) between read and patch: the
+// status this reconcile computed, its inventory above all, is still written
+// (on the fresh object), since losing it would leave objects in the runtime
+// that no later reconcile knows of.
+func TestStatusSurvivesAMetadataChangeMeanwhile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	newManifest(t, "metadata-race")
+	read := get(g, "metadata-race")
+
+	applied := func(ctx context.Context, m *v1beta2.Manifest) reconciler.Outcome {
+		other := get(g, m.Name)
+		other.Labels = map[string]string{"changed": "meanwhile"}
+		g.Expect(kcp.Update(ctx, other)).To(Succeed())
+		m.Status.Synced = []v1beta2.Resource{{Name: "applied", Namespace: "default", GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}}}
+		return reconciler.Ready("Ready", "Module is installed and ready", time.Minute)
+	}
+	_, err := reconciler.Run(ctx, kcp, read, phases("", applied, nil))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	after := get(g, "metadata-race")
+	g.Expect(after.Labels).To(HaveKeyWithValue("changed", "meanwhile"), "the other writer's change stays")
+	g.Expect(after.Status.Synced).To(HaveLen(1), "the inventory of what was applied is recorded")
+	g.Expect(after.Status.State).To(Equal(v1beta2.StateReady))
+}
