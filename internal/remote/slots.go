@@ -66,3 +66,15 @@ func (s *Slots) release(kymaName string) {
 func RetryAfter() time.Duration {
 	return SlotRetryDelay + rand.N(SlotRetryDelay/2) //nolint:gosec // jitter, not security
 }
+
+// Gate admits one reconcile of controller for the named Kyma's runtime, in
+// the shape reconciler.Phases.Gate wants: a release func, or how long to
+// wait when the runtime already has its share of workers (the reconcile then
+// waits its turn without holding a worker).
+func Gate(runtimes Runtimes, controller, kymaName string) (release func(), wait time.Duration) {
+	release, ok := runtimes.TryAcquire(controller, kymaName)
+	if !ok {
+		return nil, RetryAfter()
+	}
+	return release, 0
+}

@@ -98,11 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
 		Controller: controllerName,
 		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-			release, ok := r.Runtimes.TryAcquire(controllerName, kyma.Name)
-			if !ok {
-				return nil, remote.RetryAfter()
-			}
-			return release, 0
+			return remote.Gate(r.Runtimes, controllerName, kyma.Name)
 		},
 		Deadline:  r.ReconcileTimeout,
 		Paused:    r.Pause.Paused,

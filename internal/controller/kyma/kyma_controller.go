@@ -84,11 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // gate lets a reconcile in when the runtime has a worker slot free; a
 // runtime that already has its share waits its turn without holding one.
 func (r *Reconciler) gate(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-	release, ok := r.Runtimes.TryAcquire("kyma", kyma.Name)
-	if !ok {
-		return nil, remote.RetryAfter()
-	}
-	return release, 0
+	return remote.Gate(r.Runtimes, "kyma", kyma.Name)
 }
 
 // reconcile brings the runtime side and the Manifests in step with the

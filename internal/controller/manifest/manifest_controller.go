@@ -96,11 +96,7 @@ func (r *Reconciler) phases(kyma *v1beta2.Kyma) reconciler.Phases[*v1beta2.Manif
 // gate takes a worker slot of the Manifest's runtime: a runtime that already
 // has its share of workers waits its turn without holding one.
 func (r *Reconciler) gate(_ context.Context, manifest *v1beta2.Manifest) (func(), time.Duration) {
-	release, ok := r.Runtimes.TryAcquire("manifest", kymaName(manifest))
-	if !ok {
-		return nil, remote.RetryAfter()
-	}
-	return release, 0
+	return remote.Gate(r.Runtimes, "manifest", kymaName(manifest))
 }
 
 // install brings the module to the Manifest's spec: fetch and render,

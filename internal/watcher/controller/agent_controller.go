@@ -115,11 +115,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		Controller: agentController,
 		Finalizer:  v1beta2.WatcherFinalizer,
 		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-			release, ok := r.Runtimes.TryAcquire(agentController, kyma.Name)
-			if !ok {
-				return nil, remote.RetryAfter()
-			}
-			return release, 0
+			return remote.Gate(r.Runtimes, agentController, kyma.Name)
 		},
 		Deadline:  r.Options.ReconcileTimeout,
 		Paused:    r.Pause.Paused,
