@@ -106,7 +106,7 @@ func (m *memos) forget() {
 }
 
 func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Scheme) (*Cluster, error) {
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, withPerGroupDiscovery(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("creating REST mapper: %w", err)
 	}

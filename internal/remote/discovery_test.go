@@ -1,0 +1,95 @@
+package remote
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// aggregatedAccept is what client-go's discovery asks for first: the
+// aggregated form, every resource of every group in one response.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+
+// TestRuntimeMapperAsksForOneGroupAtATime checks, against a real API server,
+// that the runtime client's discovery of /apis gets the plain group list,
+// not the aggregated discovery document the server would otherwise send
+// (which the mapper would keep whole, for every runtime).
+func TestRuntimeMapperAsksForOneGroupAtATime(t *testing.T) {
+	RegisterTestingT(t)
+	httpClient, err := rest.HTTPClientFor(kcp.Config())
+	Expect(err).NotTo(HaveOccurred())
+
+	get := func(c *http.Client) (contentType string, body []byte) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, kcp.Config().Host+"/apis", nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Accept", aggregatedAccept)
+		resp, err := c.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		body, err = io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		return resp.Header.Get("Content-Type"), body
+	}
+
+	// The server offers the aggregated form: without the wrapper it is sent.
+	contentType, _ := get(httpClient)
+	Expect(contentType).To(ContainSubstring("as=APIGroupDiscoveryList"))
+
+	contentType, body := get(withPerGroupDiscovery(httpClient))
+	Expect(contentType).NotTo(ContainSubstring("APIGroupDiscoveryList"))
+	groups := &metav1.APIGroupList{}
+	Expect(json.Unmarshal(body, groups)).To(Succeed())
+	Expect(groups.Groups).NotTo(BeEmpty())
+
+	// And a cluster built for a runtime still maps what it is asked, core
+	// and named groups alike.
+	cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme)
+	Expect(err).NotTo(HaveOccurred())
+	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}} {
+		mapping, err := cluster.Mapper.RESTMapping(gk)
+		Expect(err).NotTo(HaveOccurred(), gk.String())
+		Expect(mapping.Resource.Resource).To(Equal(strings.ToLower(gk.Kind) + "s"))
+	}
+	Expect(cluster.Client.List(t.Context(), &corev1.NamespaceList{})).To(Succeed())
+}
+
+// BenchmarkRuntimeMapperMemory reports the heap a runtime's client holds
+// once it has mapped what a typical module uses (core, apps, CRDs): the
+// per-runtime memory that 10,000 runtimes multiply.
+func BenchmarkRuntimeMapperMemory(b *testing.B) {
+	httpClient, err := rest.HTTPClientFor(kcp.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Namespace"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}}
+	clusters := make([]*Cluster, 0, b.N)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	for b.Loop() {
+		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, gk := range kinds {
+			if _, err := cluster.Mapper.RESTMapping(gk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		clusters = append(clusters, cluster)
+	}
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(clusters)), "heap-bytes/runtime")
+	goruntime.KeepAlive(clusters)
+}
