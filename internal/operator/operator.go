@@ -16,9 +16,11 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -188,6 +190,10 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthProbeAddr,
+		// The Kyma controller's order (runtimes finish one after another)
+		// is the priority queue's; it is controller-runtime's default, set
+		// here so that a change of that default cannot undo it.
+		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "lifecycle-manager.operator.kyma-project.io",
 		LeaderElectionNamespace: opts.Namespace,
