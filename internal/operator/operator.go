@@ -190,10 +190,6 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthProbeAddr,
-		// The Kyma controller's order (runtimes finish one after another)
-		// is the priority queue's; it is controller-runtime's default, set
-		// here so that a change of that default cannot undo it.
-		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "lifecycle-manager.operator.kyma-project.io",
 		LeaderElectionNamespace: opts.Namespace,
@@ -205,6 +201,10 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 			// status write, nothing done for their runtimes.
 			ByObject: map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: selection}},
 		},
+		// The controllers' order (internal/priority) needs the priority
+		// queue: controller-runtime's default, set here so that a change of
+		// that default cannot undo it.
+		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

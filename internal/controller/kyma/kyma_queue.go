@@ -17,23 +17,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 )
 
-// The Kyma controller's work queue is controller-runtime's priority queue
-// (higher first, first in first out within one priority). Its order makes
-// runtimes finish one after another (SPEC R15) instead of all at the end:
-// a Kyma whose modules have all settled is reconciled before any Kyma that
-// is only starting, so it reports Ready as soon as it can; catalog changes,
-// which touch the whole fleet at once, come last and in one pass per Kyma.
+// The Kyma controller's work queue (see internal/priority) makes runtimes
+// finish one after another: a Kyma whose modules have all settled is
+// reconciled before any Kyma that is only starting, so it reports its
+// outcome as soon as it can; catalog changes, which touch the whole fleet at
+// once, come last and in one pass per Kyma.
+//
+// PriorityFinishing is a Kyma whose Manifests have all settled (Ready,
+// Warning or Error at their current generation, or gone): its next
+// reconcile reports the outcome. PriorityBackground is a Kyma enqueued by a
+// catalog change, by a Manifest still on its way, or by our own write of a
+// Manifest: it has nothing to finish, so it waits behind new and finishing
+// Kymas.
 const (
-	// PriorityFinishing is a Kyma whose Manifests have all settled (Ready,
-	// Warning or Error at their current generation, or gone): its next
-	// reconcile reports the outcome.
-	PriorityFinishing = 10
-	// PriorityBackground is a Kyma enqueued by a catalog change, by a
-	// Manifest still on its way, or by our own write of a Manifest: it has
-	// nothing to finish, so it waits behind new and finishing Kymas.
-	PriorityBackground = -10
+	PriorityFinishing  = priority.Finishing
+	PriorityBackground = priority.Background
 )
 
 // catalogQuiet is how long the catalog must be quiet before the Kymas its
@@ -56,7 +57,9 @@ var kymaGroupKind = schema.GroupKind{Group: v1beta2.GroupVersion.Group, Kind: "K
 // one by one cost one Kyma reconcile, not one each. The Kyma requeues itself
 // while it is Processing; the delayed add only shows progress sooner.
 type manifestEvents struct {
-	reader client.Reader
+	// settled says whether every Manifest of the Kyma has settled
+	// (cachedSettled).
+	settled func(ctx context.Context, kyma client.ObjectKey) bool
 	// progress is how long a Kyma with modules still on their way waits
 	// before an event reports that progress.
 	progress time.Duration
@@ -98,34 +101,47 @@ func (h manifestEvents) enqueue(ctx context.Context, q workqueue.TypedRateLimiti
 	}
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}}
 	if reportable && h.settled(ctx, req.NamespacedName) {
-		add(q, priorityqueue.AddOpts{Priority: new(PriorityFinishing)}, req)
+		priority.Add(q, priorityqueue.AddOpts{Priority: new(PriorityFinishing)}, req)
 		return
 	}
-	add(q, priorityqueue.AddOpts{After: h.progress, Priority: new(PriorityBackground)}, req)
+	priority.Add(q, priorityqueue.AddOpts{After: h.progress, Priority: new(PriorityBackground)}, req)
 }
 
-// settled says whether every Manifest of the modules the Kyma lists in its
-// status has settled, read from the cache without copies. It is a hint for
-// the queue, never a decision: a wrong answer costs one reconcile too many
-// or a Processing interval of delay.
-func (h manifestEvents) settled(ctx context.Context, key client.ObjectKey) bool {
-	kyma := &v1beta2.Kyma{}
-	if err := h.reader.Get(ctx, key, kyma, client.UnsafeDisableDeepCopy); err != nil {
-		return false
+// cachedSettled reads a Kyma and its Manifests from the cache, without
+// copies, for modulesSettled. Its answer is a hint for the queue, never a
+// decision: a wrong one costs a reconcile too many or a Processing interval
+// of delay.
+func cachedSettled(reader client.Reader) func(ctx context.Context, key client.ObjectKey) bool {
+	return func(ctx context.Context, key client.ObjectKey) bool {
+		kyma := &v1beta2.Kyma{}
+		if err := reader.Get(ctx, key, kyma, client.UnsafeDisableDeepCopy); err != nil {
+			return false
+		}
+		return modulesSettled(kyma, func(name string) (*v1beta2.Manifest, error) {
+			m := &v1beta2.Manifest{}
+			err := reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: name}, m, client.UnsafeDisableDeepCopy)
+			return m, err
+		})
 	}
+}
+
+// modulesSettled says whether the Manifest of every module the Kyma lists
+// in its status has settled (manifestSettled), or is gone when the module
+// was being removed. A Kyma whose first reconcile has not written status
+// has not settled.
+func modulesSettled(kyma *v1beta2.Kyma, manifest func(name string) (*v1beta2.Manifest, error)) bool {
 	if kyma.Status.State == "" {
-		return false // its first reconcile has not written status yet
+		return false
 	}
 	for _, ms := range kyma.Status.Modules {
 		if ms.State == v1beta2.StateUnmanaged {
 			continue
 		}
-		m := &v1beta2.Manifest{}
-		err := h.reader.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: ManifestName(key.Name, ms.Name)}, m, client.UnsafeDisableDeepCopy)
+		m, err := manifest(ManifestName(kyma.Name, ms.Name))
 		switch {
 		case apierrors.IsNotFound(err):
 			if ms.State != v1beta2.StateDeleting {
-				return false // to be created
+				return false // still to be created
 			}
 		case err != nil:
 			return false
@@ -223,21 +239,5 @@ func (h *catalogEvents) flush() {
 	if len(pending) == 0 || q == nil {
 		return
 	}
-	add(q, priorityqueue.AddOpts{Priority: new(PriorityBackground)}, pending...)
-}
-
-// add puts requests on q with opts, or, on a queue without priorities, with
-// opts.After alone.
-func add(q workqueue.TypedRateLimitingInterface[reconcile.Request], opts priorityqueue.AddOpts, requests ...reconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(opts, requests...)
-		return
-	}
-	for _, req := range requests {
-		if opts.After > 0 {
-			q.AddAfter(req, opts.After)
-			continue
-		}
-		q.Add(req)
-	}
+	priority.Add(q, priorityqueue.AddOpts{Priority: new(PriorityBackground)}, pending...)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
@@ -57,7 +58,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		// Manifest status changes are what the Kyma aggregates; the queue's
 		// order (kyma_queue.go) lets Kymas in flight finish first, and
 		// makes a burst of catalog changes one pass per Kyma.
-		Watches(&v1beta2.Manifest{}, manifestEvents{reader: mgr.GetClient(), progress: r.Intervals.Processing}).
+		Watches(&v1beta2.Manifest{}, manifestEvents{settled: cachedSettled(mgr.GetClient()), progress: r.Intervals.Processing}).
 		Watches(&v1beta2.ModuleTemplate{}, catalogChanges).
 		Watches(&v1beta2.ModuleReleaseMeta{}, catalogChanges).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
@@ -70,7 +71,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),
 		}).
-		Complete(r)
+		// A Ready Kyma's periodic check waits behind everything else.
+		Complete(priority.Requeues{Reconciler: r, Periodic: r.Intervals.Error})
 }
 
 func indexModuleNames(obj client.Object) []string {
