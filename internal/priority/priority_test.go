@@ -41,9 +41,17 @@ func TestRequeuesSetsThePriorityOfARequeue(t *testing.T) {
 				InFlight:   tt.inFlight,
 			}
 			got, err := r.Reconcile(context.Background(), reconcile.Request{})
-			g.Expect(err).To(Equal(tt.err))
+			if tt.err == nil {
+				g.Expect(err).NotTo(HaveOccurred())
+			} else {
+				g.Expect(err).To(MatchError(tt.err))
+			}
 			g.Expect(got.RequeueAfter).To(Equal(tt.result.RequeueAfter))
-			g.Expect(got.Priority).To(Equal(tt.want))
+			if tt.want == nil {
+				g.Expect(got.Priority).To(BeNil())
+			} else {
+				g.Expect(got.Priority).To(HaveValue(Equal(*tt.want)))
+			}
 		})
 	}
 }
