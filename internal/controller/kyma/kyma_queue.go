@@ -22,20 +22,11 @@ import (
 
 // The Kyma controller's work queue (see internal/priority) makes runtimes
 // finish one after another: a Kyma whose modules have all settled is
-// reconciled before any Kyma that is only starting, so it reports its
-// outcome as soon as it can; catalog changes, which touch the whole fleet at
-// once, come last and in one pass per Kyma.
-//
-// PriorityFinishing is a Kyma whose Manifests have all settled (Ready,
-// Warning or Error at their current generation, or gone): its next
-// reconcile reports the outcome. PriorityBackground is a Kyma enqueued by a
-// catalog change, by a Manifest still on its way, or by our own write of a
-// Manifest: it has nothing to finish, so it waits behind new and finishing
-// Kymas.
-const (
-	PriorityFinishing  = priority.Finishing
-	PriorityBackground = priority.Background
-)
+// reconciled (priority.Finishing) before any Kyma that is only starting, so
+// it reports its outcome as soon as it can; a Kyma with nothing to finish —
+// one that a catalog change, a Manifest still on its way, or our own write
+// of a Manifest enqueues — waits behind both (priority.Background), and a
+// burst of catalog changes is one pass per Kyma.
 
 // catalogQuiet is how long the catalog must be quiet before the Kymas its
 // changes affect are enqueued, and catalogMaxWait caps that wait. A
@@ -50,10 +41,10 @@ const (
 var kymaGroupKind = schema.GroupKind{Group: v1beta2.GroupVersion.Group, Kind: "Kyma"}
 
 // manifestEvents enqueues the Kyma that controls a Manifest: at once and at
-// PriorityFinishing when the Manifest's status changed (or it is gone) and
+// priority.Finishing when the Manifest's status changed (or it is gone) and
 // every Manifest the Kyma lists has settled, so that the reconcile that sees
 // the last module settle reports the Kyma's outcome; otherwise after the
-// Kyma's Processing interval at PriorityBackground, so that modules settling
+// Kyma's Processing interval at priority.Background, so that modules settling
 // one by one cost one Kyma reconcile, not one each. The Kyma requeues itself
 // while it is Processing; the delayed add only shows progress sooner.
 type manifestEvents struct {
@@ -101,10 +92,10 @@ func (h manifestEvents) enqueue(ctx context.Context, q workqueue.TypedRateLimiti
 	}
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: owner.Name}}
 	if reportable && h.settled(ctx, req.NamespacedName) {
-		priority.Add(q, priorityqueue.AddOpts{Priority: new(PriorityFinishing)}, req)
+		priority.Add(q, priorityqueue.AddOpts{Priority: new(priority.Finishing)}, req)
 		return
 	}
-	priority.Add(q, priorityqueue.AddOpts{After: h.progress, Priority: new(PriorityBackground)}, req)
+	priority.Add(q, priorityqueue.AddOpts{After: h.progress, Priority: new(priority.Background)}, req)
 }
 
 // cachedSettled reads a Kyma and its Manifests from the cache, without
@@ -168,7 +159,7 @@ func manifestSettled(m *v1beta2.Manifest) bool {
 
 // catalogEvents enqueues the Kymas a catalog change affects once the
 // catalog has been quiet for catalogQuiet (at most catalogMaxWait after the
-// first change), at PriorityBackground: a burst of changes, such as a
+// first change), at priority.Background: a burst of changes, such as a
 // fleet-wide upgrade of many modules, is one pass per Kyma, and it does not
 // hold up Kymas that are installing.
 type catalogEvents struct {
@@ -239,5 +230,5 @@ func (h *catalogEvents) flush() {
 	if len(pending) == 0 || q == nil {
 		return
 	}
-	priority.Add(q, priorityqueue.AddOpts{Priority: new(PriorityBackground)}, pending...)
+	priority.Add(q, priorityqueue.AddOpts{Priority: new(priority.Background)}, pending...)
 }

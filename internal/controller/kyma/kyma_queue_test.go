@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 )
 
 func TestModulesSettled(t *testing.T) {
@@ -171,15 +172,15 @@ func TestFinishingKymaGoesFirst(t *testing.T) {
 	}, q)
 	g.Eventually(q.Len).Should(Equal(3))
 
-	req, priority := next(q)
+	req, prio := next(q)
 	g.Expect(req).To(Equal(request("finishing")))
-	g.Expect(priority).To(Equal(PriorityFinishing))
-	req, priority = next(q)
+	g.Expect(prio).To(Equal(priority.Finishing))
+	req, prio = next(q)
 	g.Expect(req).To(Equal(request("new")))
-	g.Expect(priority).To(BeZero())
-	req, priority = next(q)
+	g.Expect(prio).To(BeZero())
+	req, prio = next(q)
 	g.Expect(req).To(Equal(request("catalog")))
-	g.Expect(priority).To(Equal(PriorityBackground))
+	g.Expect(prio).To(Equal(priority.Background))
 }
 
 // Events that report no settled Kyma wait the progress interval at the low
@@ -212,9 +213,9 @@ func TestManifestProgressWaits(t *testing.T) {
 	h.settled = func(context.Context, client.ObjectKey) bool { return true }
 	h.Delete(ctx, event.DeleteEvent{Object: ownedManifest("installing", v1beta2.StateReady)}, q)
 	g.Eventually(q.Len).Should(Equal(1))
-	req, priority := next(q)
+	req, prio := next(q)
 	g.Expect(req).To(Equal(request("installing")))
-	g.Expect(priority).To(Equal(PriorityFinishing))
+	g.Expect(prio).To(Equal(priority.Finishing))
 	g.Expect(q.Len()).To(BeZero(), "the other Kymas wait for the progress interval")
 }
 
@@ -229,9 +230,9 @@ func TestManifestProgressIsReportedAfterTheInterval(t *testing.T) {
 		ObjectNew: ownedManifest("installing", v1beta2.StateReady),
 	}, q)
 	g.Eventually(q.Len).Should(Equal(1))
-	req, priority := next(q)
+	req, prio := next(q)
 	g.Expect(req).To(Equal(request("installing")))
-	g.Expect(priority).To(Equal(PriorityBackground))
+	g.Expect(prio).To(Equal(priority.Background))
 }
 
 // A burst of catalog changes is one queued item per Kyma, enqueued only
@@ -254,8 +255,8 @@ func TestCatalogBurstIsOnePassPerKyma(t *testing.T) {
 	g.Eventually(q.Len).Should(Equal(4))
 	var got []reconcile.Request
 	for range 4 {
-		req, priority := next(q)
-		g.Expect(priority).To(Equal(PriorityBackground))
+		req, prio := next(q)
+		g.Expect(prio).To(Equal(priority.Background))
 		got = append(got, req)
 	}
 	g.Expect(got).To(Equal([]reconcile.Request{request("a"), request("alpha"), request("bravo"), request("charlie")}))
@@ -273,7 +274,7 @@ func TestCatalogBurstWaitsAtMostTheLimit(t *testing.T) {
 	h.quiet, h.limit = time.Hour, 10*time.Millisecond
 	h.Create(context.Background(), event.CreateEvent{Object: &v1beta2.ModuleTemplate{}}, q)
 	g.Eventually(q.Len).Should(Equal(1))
-	req, priority := next(q)
+	req, prio := next(q)
 	g.Expect(req).To(Equal(request("a")))
-	g.Expect(priority).To(Equal(PriorityBackground))
+	g.Expect(prio).To(Equal(priority.Background))
 }
