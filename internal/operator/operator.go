@@ -16,9 +16,11 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -199,6 +201,10 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 			// status write, nothing done for their runtimes.
 			ByObject: map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: selection}},
 		},
+		// The controllers' order (internal/priority) needs the priority
+		// queue: controller-runtime's default, set here so that a change of
+		// that default cannot undo it.
+		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
@@ -46,6 +47,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return err
 	}
 
+	catalogChanges := newCatalogEvents(r.kymasForCatalog)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("kyma").
 		For(&v1beta2.Kyma{}, builder.WithPredicates(predicate.Or(
@@ -53,10 +55,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			predicate.LabelChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
 		))).
-		// Manifest status changes are what the Kyma aggregates.
-		Owns(&v1beta2.Manifest{}).
-		Watches(&v1beta2.ModuleTemplate{}, handler.EnqueueRequestsFromMapFunc(r.kymasForTemplate)).
-		Watches(&v1beta2.ModuleReleaseMeta{}, handler.EnqueueRequestsFromMapFunc(r.kymasForReleaseMeta)).
+		// Manifest status changes are what the Kyma aggregates; the queue's
+		// order (kyma_queue.go) lets Kymas in flight finish first, and
+		// makes a burst of catalog changes one pass per Kyma.
+		Watches(&v1beta2.Manifest{}, manifestEvents{settled: cachedSettled(mgr.GetClient()), progress: r.Intervals.Processing}).
+		Watches(&v1beta2.ModuleTemplate{}, catalogChanges).
+		Watches(&v1beta2.ModuleReleaseMeta{}, catalogChanges).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
 			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel)))
 	for _, src := range opts.Sources {
@@ -67,7 +71,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),
 		}).
-		Complete(r)
+		// A Ready Kyma's periodic check waits behind everything else.
+		Complete(priority.Requeues{Reconciler: r, Periodic: r.Intervals.Error})
 }
 
 func indexModuleNames(obj client.Object) []string {
@@ -92,22 +97,18 @@ func indexModuleNames(obj client.Object) []string {
 	return names
 }
 
-func (r *Reconciler) kymasForTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+// kymasForCatalog lists the Kymas a change of a ModuleTemplate or a
+// ModuleReleaseMeta can affect, and drops the catalog snapshot.
+func (r *Reconciler) kymasForCatalog(ctx context.Context, obj client.Object) []reconcile.Request {
 	r.catalog.invalidate()
-	template, ok := obj.(*v1beta2.ModuleTemplate)
-	if !ok {
+	switch o := obj.(type) {
+	case *v1beta2.ModuleTemplate:
+		return r.kymasForModule(ctx, resolve.ModuleName(o), o.Spec.Mandatory)
+	case *v1beta2.ModuleReleaseMeta:
+		return r.kymasForModule(ctx, o.Spec.ModuleName, o.Spec.Mandatory != nil)
+	default:
 		return nil
 	}
-	return r.kymasForModule(ctx, resolve.ModuleName(template), template.Spec.Mandatory)
-}
-
-func (r *Reconciler) kymasForReleaseMeta(ctx context.Context, obj client.Object) []reconcile.Request {
-	r.catalog.invalidate()
-	meta, ok := obj.(*v1beta2.ModuleReleaseMeta)
-	if !ok {
-		return nil
-	}
-	return r.kymasForModule(ctx, meta.Spec.ModuleName, meta.Spec.Mandatory != nil)
 }
 
 // kymasForModule lists the Kymas a catalog change of a module can affect:

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
@@ -52,7 +53,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](opts.BaseBackoff, opts.MaxBackoff),
 		}).
-		Complete(r)
+		// A Manifest on its way (waiting for a runtime slot, Processing)
+		// comes back ahead of Manifests not yet started, so that a
+		// runtime's last module does not wait behind every other runtime's
+		// first; a periodic drift check waits behind both.
+		Complete(priority.Requeues{Reconciler: r, Periodic: r.Intervals.Error, InFlight: true})
 }
 
 func (r *Reconciler) manifestsOfKyma(ctx context.Context, obj client.Object) []reconcile.Request {
