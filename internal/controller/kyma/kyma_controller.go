@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -254,7 +255,7 @@ func (r *Reconciler) removeRuntimeKyma(ctx context.Context, kyma *v1beta2.Kyma) 
 // manifests returns the Kyma's Manifests by name.
 func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[string]*v1beta2.Manifest, error) {
 	list := &v1beta2.ManifestList{}
-	if err := r.List(ctx, list, client.InNamespace(kyma.Namespace), client.MatchingLabels{v1beta2.KymaNameLabel: kyma.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(kyma.Namespace), index.OfKyma(kyma.Name)); err != nil {
 		return nil, fmt.Errorf("listing Manifests: %w", err)
 	}
 	out := make(map[string]*v1beta2.Manifest, len(list.Items))
