@@ -30,6 +30,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -156,11 +157,17 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A Kyma's Manifests and kubeconfig Secret are found by index, once
+	// registered for every controller and the runtime cache.
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 
 	// The API reader confirms a missing kubeconfig Secret past the cache.
 	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
+		Indexed: true,
 	})
 	var keychain authn.Keychain
 	if opts.Content.RegistryCredentialsSecret != "" {

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 )
 
@@ -75,6 +76,12 @@ type Options struct {
 	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
 	// once, across controllers; zero means no cap.
 	MaxWorkersPerRuntime int
+	// Indexed says that the reader given to NewCache is an informer cache
+	// with the index.KymaName index (the manager's): a Kyma's Secret is then
+	// found by key, not by a label selector that scans every Secret of the
+	// namespace. The API reader always selects by label, as the API server
+	// has no such index.
+	Indexed bool
 }
 
 // Cache hands out one Cluster per runtime.
@@ -179,12 +186,16 @@ func (c *Cache) EvictOnError(kymaName string, err error) bool {
 // not make the operator treat a runtime as gone (and release its Manifests
 // without cleaning up) or skip it.
 func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, error) {
-	list, err := c.list(ctx, c.reader, kymaName)
+	byKyma := client.ListOption(client.MatchingLabels{v1beta2.KymaNameLabel: kymaName})
+	if c.opts.Indexed {
+		byKyma = index.OfKyma(kymaName)
+	}
+	list, err := c.list(ctx, c.reader, byKyma)
 	if err != nil {
 		return nil, err
 	}
 	if len(list) == 0 && c.apiReader != nil {
-		if list, err = c.list(ctx, c.apiReader, kymaName); err != nil {
+		if list, err = c.list(ctx, c.apiReader, client.MatchingLabels{v1beta2.KymaNameLabel: kymaName}); err != nil {
 			return nil, fmt.Errorf("confirming that the runtime has no kubeconfig Secret: %w", err)
 		}
 	}
@@ -200,12 +211,9 @@ func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, er
 	}
 }
 
-func (c *Cache) list(ctx context.Context, reader client.Reader, kymaName string) ([]corev1.Secret, error) {
+func (c *Cache) list(ctx context.Context, reader client.Reader, byKyma client.ListOption) ([]corev1.Secret, error) {
 	list := &corev1.SecretList{}
-	if err := reader.List(ctx, list,
-		client.InNamespace(c.opts.Namespace),
-		client.MatchingLabels{v1beta2.KymaNameLabel: kymaName},
-	); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(c.opts.Namespace), byKyma); err != nil {
 		return nil, fmt.Errorf("listing kubeconfig Secrets: %w", err)
 	}
 	return list.Items, nil

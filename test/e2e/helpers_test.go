@@ -59,11 +59,7 @@ func newKymaWithLabels(t *testing.T, labels map[string]string, modules ...v1beta
 	t.Helper()
 	ctx := context.Background()
 	rt := <-env.runtimes
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	name = strings.TrimRight(name, "-")
+	name := kymaNameOf(t)
 	k := &testKyma{name: name, runtime: rt}
 
 	secret := &corev1.Secret{
@@ -90,6 +86,15 @@ func newKymaWithLabels(t *testing.T, labels map[string]string, modules ...v1beta
 	}
 	t.Cleanup(func() { k.release(t) })
 	return k
+}
+
+// kymaNameOf is the name newKyma gives the test's Kyma.
+func kymaNameOf(t *testing.T) string {
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	return strings.TrimRight(name, "-")
 }
 
 // release deletes the Kyma, waits until it is gone (which must uninstall its

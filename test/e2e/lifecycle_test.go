@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
@@ -90,6 +92,11 @@ func TestDriftIsCorrected(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	Expect(k.inRuntime(got, "evolving-config")).To(Succeed())
 	Expect(got.ResourceVersion).To(Equal(restored.ResourceVersion), "the restored object, unchanged since, is not written again")
+
+	// Unlike the install, correcting drift is told on the Manifest.
+	Eventually(func(g Gomega) {
+		g.Expect(normalEvents(g, "Manifest", kyma.ManifestName(k.name, samplemodules.Evolving), manifest.ReasonDriftCorrected)).NotTo(BeEmpty())
+	}, timeout, interval).Should(Succeed())
 }
 
 // TestModuleRemoval removes a module from the spec: it is uninstalled and
@@ -109,6 +116,10 @@ func TestModuleRemoval(t *testing.T) {
 			client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-evolving"}, &v1beta2.Manifest{}))).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
 	Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(normalEvents(g, "Kyma", k.name, kyma.ReasonModulesChanged)).To(ContainElement(
+			HaveField("Note", "Removing 1 module: "+samplemodules.Evolving)))
+	}, timeout, interval).Should(Succeed())
 }
 
 // TestKymaDeletionWaitsForBlockingCustomResources deletes a Kyma while a

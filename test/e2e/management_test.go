@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	kymactrl "github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
@@ -112,7 +113,7 @@ func TestMetricsAndEvents(t *testing.T) {
 		g.Expect(env.kcpClient.List(context.Background(), events, client.InNamespace(kcpNamespace))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(And(
 			HaveField("Regarding.Name", k.name),
-			HaveField("Reason", "ModuleAdded"),
+			HaveField("Reason", kymactrl.ReasonModulesChanged),
 		)))
 	}, timeout, interval).Should(Succeed())
 }

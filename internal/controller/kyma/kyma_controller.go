@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -145,6 +146,8 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 
 	desired := map[string]bool{}
 	var writeErrs []error
+	changes := &moduleChanges{}
+	defer r.reportChanges(kyma, changes)
 	for i := range modules {
 		module := &modules[i]
 		desired[ManifestName(kyma.Name, module.Name)] = true
@@ -152,7 +155,7 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 			module.Err = err // reported on the module; what is installed stays
 			continue
 		}
-		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)]); err != nil {
+		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)], changes); err != nil {
 			module.Err = err
 			writeErrs = append(writeErrs, err)
 		}
@@ -161,7 +164,7 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		if desired[name] || !runtimeRead {
 			continue
 		}
-		if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
+		if err := r.deleteManifest(ctx, m, false, changes); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
 	}
@@ -212,11 +215,13 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 	}
 	if len(existing) > 0 {
 		var deleteErrs []error
+		changes := &moduleChanges{}
 		for _, m := range existing {
-			if err := r.deleteManifest(ctx, kyma, m, false); err != nil {
+			if err := r.deleteManifest(ctx, m, false, changes); err != nil {
 				deleteErrs = append(deleteErrs, err)
 			}
 		}
+		r.reportChanges(kyma, changes)
 		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
 		if err := errors.Join(deleteErrs...); err != nil {
 			return reconciler.Retry(ReasonDeleting,
@@ -254,7 +259,7 @@ func (r *Reconciler) removeRuntimeKyma(ctx context.Context, kyma *v1beta2.Kyma) 
 // manifests returns the Kyma's Manifests by name.
 func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[string]*v1beta2.Manifest, error) {
 	list := &v1beta2.ManifestList{}
-	if err := r.List(ctx, list, client.InNamespace(kyma.Namespace), client.MatchingLabels{v1beta2.KymaNameLabel: kyma.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(kyma.Namespace), index.OfKyma(kyma.Name)); err != nil {
 		return nil, fmt.Errorf("listing Manifests: %w", err)
 	}
 	out := make(map[string]*v1beta2.Manifest, len(list.Items))
@@ -264,7 +269,9 @@ func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[str
 	return out, nil
 }
 
-func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *v1beta2.Manifest, unmanage bool) error {
+// deleteManifest deletes a Manifest (after marking it to leave the module's
+// resources in place, when unmanage) and records the removal in changes.
+func (r *Reconciler) deleteManifest(ctx context.Context, m *v1beta2.Manifest, unmanage bool, changes *moduleChanges) error {
 	if unmanage && m.Annotations[v1beta2.UnmanageAnnotation] != "true" {
 		// A merge patch of one annotation: it sends that key alone, and
 		// touches no list another writer may have changed.
@@ -283,7 +290,7 @@ func (r *Reconciler) deleteManifest(ctx context.Context, kyma *v1beta2.Kyma, m *
 	if err := r.Delete(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Manifest %s: %w", m.Name, err)
 	}
-	r.events.Normal(kyma, "ModuleRemoved", "Removing module "+m.Spec.ModuleName)
+	changes.remove(m.Spec.ModuleName)
 	return nil
 }
 

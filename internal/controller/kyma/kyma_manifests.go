@@ -40,17 +40,19 @@ func ManifestName(kymaName, module string) string {
 	return name[:52] + "-" + hex.EncodeToString(sum[:])[:10]
 }
 
-// syncManifest makes the module's Manifest match what it resolved to. A
-// module that did not resolve keeps its Manifest untouched: what is installed
-// stays installed.
-func (r *Reconciler) syncManifest(ctx context.Context, kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest) error {
+// syncManifest makes the module's Manifest match what it resolved to, and
+// records what it changed in changes. A module that did not resolve keeps
+// its Manifest untouched: what is installed stays installed. A Manifest
+// being deleted is left to go (the API server would refuse its finalizer
+// anew); once gone, the next reconcile creates it again if still wanted.
+func (r *Reconciler) syncManifest(ctx context.Context, kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest, changes *moduleChanges) error {
 	if !module.Spec.Managed {
 		if existing != nil {
-			return r.deleteManifest(ctx, kyma, existing, true)
+			return r.deleteManifest(ctx, existing, true, changes)
 		}
 		return nil
 	}
-	if !module.Installable() {
+	if !module.Installable() || (existing != nil && !existing.DeletionTimestamp.IsZero()) {
 		return nil
 	}
 
@@ -70,9 +72,9 @@ func (r *Reconciler) syncManifest(ctx context.Context, kyma *v1beta2.Kyma, modul
 		return fmt.Errorf("writing Manifest %s: %w", desired.Name, err)
 	}
 	if existing == nil {
-		r.events.Normal(kyma, "ModuleAdded", fmt.Sprintf("Installing module %s %s", module.Name, module.Version))
+		changes.install(module.Name, module.Version)
 	} else if existing.Spec.Version != desired.Spec.Version {
-		r.events.Normal(kyma, "ModuleUpgraded", fmt.Sprintf("Upgrading module %s from %s to %s", module.Name, existing.Spec.Version, desired.Spec.Version))
+		changes.upgrade(module.Name, existing.Spec.Version, desired.Spec.Version)
 	}
 	return nil
 }
@@ -97,6 +99,9 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 				v1beta2.ManagedByLabel:  v1beta2.ManagedByValue,
 			},
 			Annotations: map[string]string{templateRevisionAnnotation: revision},
+			// Created with the Manifest controller's finalizer, which it
+			// would otherwise add in a second write.
+			Finalizers: []string{v1beta2.ManifestFinalizer},
 		},
 		Spec: v1beta2.ManifestSpec{
 			Remote:               template.Spec.Target != v1beta2.TargetControlPlane,

@@ -214,15 +214,16 @@ func (c *readyClock) observe(kyma, module string, state v1beta2.State) {
 	}
 }
 
+// updateMetrics sets the Kyma's state gauges, replacing its own earlier
+// series only.
 func updateMetrics(kyma *v1beta2.Kyma) {
-	forgetMetrics(kyma.Name)
-	metrics.KymaState.WithLabelValues(kyma.Name, string(kyma.Status.State)).Set(1)
+	modules := make(map[string]string, len(kyma.Status.Modules))
 	for _, m := range kyma.Status.Modules {
-		metrics.ModuleState.WithLabelValues(kyma.Name, m.Name, string(m.State)).Set(1)
+		modules[m.Name] = string(m.State)
 	}
+	metrics.SetKymaStates(kyma.Name, string(kyma.Status.State), modules)
 }
 
 func forgetMetrics(kyma string) {
-	metrics.KymaState.DeletePartialMatch(map[string]string{"kyma": kyma})
-	metrics.ModuleState.DeletePartialMatch(map[string]string{"kyma": kyma})
+	metrics.ForgetKyma(kyma)
 }

@@ -155,7 +155,9 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 	}
 	if applied.Changed > 0 {
 		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
-		r.events.Normal(manifest, "Applied", fmt.Sprintf("Applied %d of %d resources", applied.Changed, len(objects)))
+		if installed(manifest) {
+			r.events.Normal(manifest, ReasonDriftCorrected, fmt.Sprintf("Corrected drift in the runtime: applied %d of %d resources", applied.Changed, len(objects)))
+		}
 	}
 	if len(applied.UsedAsIs) > 0 {
 		log.V(1).Info("Using existing Namespaces as they are", "namespaces", applied.UsedAsIs)
@@ -187,7 +189,9 @@ func (r *Reconciler) ensureCustomResource(ctx context.Context, c client.Client, 
 	}
 	switch state {
 	case apply.CustomResourceCreated:
-		r.events.Normal(manifest, "CustomResourceCreated", fmt.Sprintf("Created %s %s", cr.GetKind(), cr.GetName()))
+		if installed(manifest) {
+			r.events.Normal(manifest, "CustomResourceCreated", fmt.Sprintf("Created %s %s again: it was missing", cr.GetKind(), cr.GetName()))
+		}
 	case apply.CustomResourceNotOurs:
 		ctrl.LoggerFrom(ctx).V(1).Info("The default custom resource exists and is not the module's; using it, never deleting it",
 			"kind", cr.GetKind(), "namespace", cr.GetNamespace(), "name", cr.GetName())

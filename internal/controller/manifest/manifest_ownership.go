@@ -10,6 +10,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 )
 
 // owner is the module of the Kyma that the Manifest installs: whose objects
@@ -31,7 +32,7 @@ func (r *Reconciler) removeOptions(manifest *v1beta2.Manifest) apply.RemoveOptio
 		NamespaceUse: func(ctx context.Context, namespace string) (apply.NamespaceUse, error) {
 			others := &v1beta2.ManifestList{}
 			if err := r.List(ctx, others, client.InNamespace(manifest.Namespace),
-				client.MatchingLabels{v1beta2.KymaNameLabel: kymaName(manifest)}); err != nil {
+				index.OfKyma(kymaName(manifest))); err != nil {
 				return 0, fmt.Errorf("listing the runtime's other Manifests: %w", err)
 			}
 			return namespaceUse(manifest, others.Items, namespace), nil

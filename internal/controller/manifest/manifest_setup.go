@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
@@ -62,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 
 func (r *Reconciler) manifestsOfKyma(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &v1beta2.ManifestList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{v1beta2.KymaNameLabel: obj.GetName()}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), index.OfKyma(obj.GetName())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Manifests of a Kyma")
 		return nil
 	}
