@@ -20,6 +20,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
+	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -50,6 +51,9 @@ type Reconciler struct {
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
+	// verified is what the last full reconcile of each Manifest found in
+	// its runtime (manifest_drift.go).
+	verified drift.Memory
 }
 
 // Reconcile runs the one skeleton (internal/reconciler) on the Manifest.
@@ -107,6 +111,9 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	if cluster == nil {
 		return o
 	}
+	if r.unchanged(ctx, cluster, manifest) {
+		return r.moduleState(ctx, cluster, manifest)
+	}
 	if err := remote.EnsureNamespace(ctx, cluster.Client, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return runtimeUnavailable(err)
@@ -117,9 +124,17 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		// pruning: what is installed stays installed.
 		return contentFailed(err)
 	}
+	before := r.versionsBefore(ctx, cluster, manifest, apply.InventoryOf(objects))
 	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects); !ok {
 		return o
 	}
+	r.verify(ctx, cluster, manifest, before)
+	return r.moduleState(ctx, cluster, manifest)
+}
+
+// moduleState makes sure the module's default custom resource exists and
+// tells how ready the module is.
+func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) reconciler.Outcome {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, defaultCRUnknownMessage(err), err)
