@@ -48,6 +48,13 @@ type Reconciler struct {
 	Pause pause.Policy
 	// ReconcileTimeout bounds one reconcile; zero means none.
 	ReconcileTimeout time.Duration
+	// Reporting, when set, tells whether the runtime watcher reports
+	// changes to a module's objects; while it does, a Ready Manifest is
+	// checked every ReportedReadyFactor Ready intervals instead of every
+	// one (manifest_reporting.go). A factor of 1 or less keeps the Ready
+	// interval.
+	Reporting           Reporting
+	ReportedReadyFactor int
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
@@ -112,7 +119,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	if r.unchanged(ctx, cluster, manifest) {
-		return r.moduleState(ctx, cluster, manifest)
+		return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}
 	if err := remote.EnsureNamespace(ctx, cluster.Client, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
@@ -129,7 +136,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	r.verify(ctx, cluster, manifest, before)
-	return r.moduleState(ctx, cluster, manifest)
+	return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 }
 
 // moduleState makes sure the module's default custom resource exists and
