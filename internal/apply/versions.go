@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,4 +87,79 @@ func ReadVersions(ctx context.Context, c client.Reader, inventory []v1beta2.Reso
 		}
 	}
 	return versions, nil
+}
+
+// Observed records, during one apply, the Version of each object as the
+// runtime's API server returned it: read, dry-run applied, or written. It
+// tells, without another read before the apply, at which version each
+// object was verified (see Verified). Use a new one per apply; it is safe
+// for the apply's concurrent requests.
+type Observed struct {
+	mu                    sync.Mutex
+	read, dryRun, written Versions
+}
+
+// Client wraps c so that its Get and Patch responses are recorded.
+func (o *Observed) Client(c client.Client) client.Client {
+	return observingClient{Client: c, observed: o}
+}
+
+type observingClient struct {
+	client.Client
+	observed *Observed
+}
+
+func (c observingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := c.Client.Get(ctx, key, obj, opts...)
+	if err == nil {
+		c.observed.record(&c.observed.read, obj)
+	}
+	return err
+}
+
+func (c observingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	patchOpts := &client.PatchOptions{}
+	patchOpts.ApplyOptions(opts)
+	if len(patchOpts.DryRun) > 0 {
+		c.observed.record(&c.observed.dryRun, obj)
+	} else {
+		c.observed.record(&c.observed.written, obj)
+	}
+	return nil
+}
+
+func (o *Observed) record(into *Versions, obj client.Object) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || obj.GetResourceVersion() == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if *into == nil {
+		*into = Versions{}
+	}
+	(*into)[gvk.Group+"/"+gvk.Kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = Version{UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+}
+
+// Verified are the Versions at which the apply verified the inventory's
+// objects: the version it wrote, or, for an object it left alone, the
+// version its dry-run was answered at when that is the very version it
+// last read (so the diff compared the object the dry-run describes).
+// Objects without such a version are left out.
+func (o *Observed) Verified(inventory []v1beta2.Resource) Versions {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	verified := make(Versions, len(inventory))
+	for _, r := range inventory {
+		k := key(r)
+		if v, ok := o.written[k]; ok {
+			verified[k] = v
+		} else if v, ok := o.dryRun[k]; ok && o.read[k] == v {
+			verified[k] = v
+		}
+	}
+	return verified
 }

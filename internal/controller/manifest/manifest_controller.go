@@ -131,11 +131,12 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		// pruning: what is installed stays installed.
 		return contentFailed(err)
 	}
-	before := r.versionsBefore(ctx, cluster, manifest, apply.InventoryOf(objects))
-	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects); !ok {
+	r.verified.Forget(manifest.UID)
+	observed := &apply.Observed{}
+	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects, observed); !ok {
 		return o
 	}
-	r.verify(ctx, cluster, manifest, before)
+	r.verify(ctx, cluster, manifest, observed.Verified(manifest.Status.Synced))
 	return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 }
 
@@ -160,10 +161,10 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 
 // applyAndPrune applies the rendered objects guarded by ownership and
 // prunes what the module no longer ships; ok is false when the reconcile
-// must end with o.
-func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (o reconciler.Outcome, ok bool) {
+// must end with o. observed records the versions the runtime answered with.
+func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured, observed *apply.Observed) (o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
-	applier := cluster.Applier()
+	applier := apply.NewApplier(observed.Client(cluster.Client), cluster.Mapper)
 	applied, err := applier.ApplyModule(ctx, objects, r.owner(manifest), manifest.Status.Synced)
 	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
 		// Someone else's objects: nothing was applied and nothing is pruned.

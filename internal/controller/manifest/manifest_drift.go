@@ -45,34 +45,15 @@ func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, man
 	return true
 }
 
-// versionsBefore reads the versions of the objects about to be applied, so
-// that verify can tell whether anything wrote to them meanwhile. Nil when
-// the read fails: nothing is then remembered.
-func (r *Reconciler) versionsBefore(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, inventory []v1beta2.Resource) apply.Versions {
-	r.verified.Forget(manifest.UID)
-	if len(manifest.Status.Synced) == 0 {
-		// A first install writes everything: nothing to remember yet.
-		return nil
-	}
-	versions, err := apply.ReadVersions(ctx, cluster.Client, inventory, r.owner(manifest))
-	if err != nil {
-		return nil
-	}
-	return versions
-}
-
 // verify remembers the Manifest's fingerprint after a full apply and prune
-// when the objects' versions read after them equal those read before: then
-// neither the apply nor anyone else wrote to any of them in between, so the
-// dry-run diff saw exactly the objects at these versions and found them as
-// the content wants them. A module that had to be changed is remembered by
-// the next full reconcile, which finds nothing to change.
-func (r *Reconciler) verify(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, before apply.Versions) {
-	if before == nil {
-		return
-	}
+// when the objects' versions read now are those at which the apply verified
+// them (apply.Observed: written by it, or dry-run against the version it
+// read): then nobody wrote to any of them since, and each is as the content
+// wants it. A module whose objects changed meanwhile (a workload's status
+// still settling) is remembered by a later full reconcile.
+func (r *Reconciler) verify(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, verified apply.Versions) {
 	after, err := apply.ReadVersions(ctx, cluster.Client, manifest.Status.Synced, r.owner(manifest))
-	if err != nil || !before.Covers(manifest.Status.Synced, after) {
+	if err != nil || !verified.Covers(manifest.Status.Synced, after) {
 		return
 	}
 	r.verified.Remember(manifest.UID, drift.Of(manifest, cluster.Identity(), after))
