@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"sync"
@@ -40,6 +41,23 @@ func (v Versions) Covers(inventory []v1beta2.Resource, o Versions) bool {
 		}
 	}
 	return true
+}
+
+// Digest is a short digest of the inventory's objects at their Versions in
+// v, in inventory order; false when an object of the inventory has none.
+// Two digests are equal exactly when Covers would hold, and a digest is all
+// that needs to be kept between checks (a few bytes per Manifest, however
+// large the module).
+func (v Versions) Digest(inventory []v1beta2.Resource) (string, bool) {
+	h := sha256.New()
+	for _, r := range inventory {
+		version, ok := v[key(r)]
+		if !ok {
+			return "", false
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", key(r), version.UID, version.ResourceVersion)
+	}
+	return string(h.Sum(nil)), true
 }
 
 // ReadVersions reads the Versions of the inventory's objects cheaply: one

@@ -9,7 +9,7 @@ package drift
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -24,27 +24,34 @@ import (
 // Fingerprint is what a full reconcile verified: the Manifest as it was
 // (generation, labels and annotations, inventory), the runtime it went to,
 // and the Version of each of its objects there. Content is pinned by digest
-// in the Manifest's spec, so the generation covers it.
+// in the Manifest's spec, so the generation covers it. Digests stand for
+// the inventory and the versions, so that a fleet's memory stays small.
 type Fingerprint struct {
 	Runtime    remote.Identity
 	Generation int64
 	// Meta is a digest of the Manifest's labels and annotations, which
 	// steer rendering (the debug label) and ownership (the Kyma's name).
-	Meta      string
-	Inventory []v1beta2.Resource
-	Versions  apply.Versions
+	Meta string
+	// Inventory digests the Manifest's status.synced.
+	Inventory string
+	// Versions digests the inventory's objects at the verified Versions.
+	Versions string
 }
 
 // Of is the fingerprint of manifest as applied to runtime, with its objects
-// at versions.
-func Of(manifest *v1beta2.Manifest, runtime remote.Identity, versions apply.Versions) Fingerprint {
+// at versions; false when versions lack an object of the inventory.
+func Of(manifest *v1beta2.Manifest, runtime remote.Identity, versions apply.Versions) (Fingerprint, bool) {
+	digest, ok := versions.Digest(manifest.Status.Synced)
+	if !ok {
+		return Fingerprint{}, false
+	}
 	return Fingerprint{
 		Runtime:    runtime,
 		Generation: manifest.Generation,
 		Meta:       metaDigest(manifest),
-		Inventory:  slices.Clone(manifest.Status.Synced),
-		Versions:   versions,
-	}
+		Inventory:  inventoryDigest(manifest.Status.Synced),
+		Versions:   digest,
+	}, true
 }
 
 // Describes reports whether f was taken of this very Manifest (same
@@ -52,13 +59,22 @@ func Of(manifest *v1beta2.Manifest, runtime remote.Identity, versions apply.Vers
 // then may the cheap read stand in for the full check.
 func (f Fingerprint) Describes(manifest *v1beta2.Manifest, runtime remote.Identity) bool {
 	return f.Runtime == runtime && f.Generation == manifest.Generation &&
-		f.Meta == metaDigest(manifest) && slices.Equal(f.Inventory, manifest.Status.Synced)
+		f.Meta == metaDigest(manifest) && f.Inventory == inventoryDigest(manifest.Status.Synced)
 }
 
-// Unchanged reports whether live, read now, shows every object of the
-// inventory at the Version the full check verified.
-func (f Fingerprint) Unchanged(live apply.Versions) bool {
-	return f.Versions.Covers(f.Inventory, live)
+// Unchanged reports whether live, read now of the inventory f describes,
+// shows every object at the Version the full check verified.
+func (f Fingerprint) Unchanged(inventory []v1beta2.Resource, live apply.Versions) bool {
+	digest, ok := live.Digest(inventory)
+	return ok && digest == f.Versions
+}
+
+func inventoryDigest(inventory []v1beta2.Resource) string {
+	h := sha256.New()
+	for _, r := range inventory {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00", r.Group, r.Version, r.Kind, r.Namespace, r.Name)
+	}
+	return string(h.Sum(nil))
 }
 
 func metaDigest(manifest *v1beta2.Manifest) string {
@@ -72,7 +88,7 @@ func metaDigest(manifest *v1beta2.Manifest) string {
 		}
 		h.Write([]byte{1})
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return string(h.Sum(nil))
 }
 
 // Memory holds one Fingerprint per Manifest UID. The zero value is empty

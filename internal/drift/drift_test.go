@@ -20,7 +20,13 @@ func TestFingerprintDescribesOnlyTheSameManifestInTheSameRuntime(t *testing.T) {
 		m.Status.Synced = []v1beta2.Resource{{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Name: "c", Namespace: "ns"}}
 		return m
 	}
-	f := drift.Of(base(), runtime, apply.Versions{"/ConfigMap/ns/c": {UID: "u", ResourceVersion: "7"}})
+	f, ok := drift.Of(base(), runtime, apply.Versions{"/ConfigMap/ns/c": {UID: "u", ResourceVersion: "7"}})
+	if !ok {
+		t.Fatal("versions of the whole inventory make a fingerprint")
+	}
+	if _, ok := drift.Of(base(), runtime, apply.Versions{}); ok {
+		t.Fatal("versions lacking an object of the inventory make a fingerprint")
+	}
 
 	tests := []struct {
 		name    string
@@ -45,7 +51,8 @@ func TestFingerprintDescribesOnlyTheSameManifestInTheSameRuntime(t *testing.T) {
 		})
 	}
 
-	if !f.Unchanged(apply.Versions{"/ConfigMap/ns/c": {UID: "u", ResourceVersion: "7"}}) {
+	inventory := base().Status.Synced
+	if !f.Unchanged(inventory, apply.Versions{"/ConfigMap/ns/c": {UID: "u", ResourceVersion: "7"}}) {
 		t.Fatal("the same versions read back are unchanged")
 	}
 	for name, live := range map[string]apply.Versions{
@@ -53,7 +60,7 @@ func TestFingerprintDescribesOnlyTheSameManifestInTheSameRuntime(t *testing.T) {
 		"recreated": {"/ConfigMap/ns/c": {UID: "u2", ResourceVersion: "7"}},
 		"missing":   {},
 	} {
-		if f.Unchanged(live) {
+		if f.Unchanged(inventory, live) {
 			t.Fatalf("%s: Unchanged = true", name)
 		}
 	}

@@ -37,7 +37,7 @@ func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, man
 		ctrl.LoggerFrom(ctx).V(1).Info("Reading the module's object versions failed; checking in full", "error", err.Error())
 		return false
 	}
-	if !verified.Unchanged(live) {
+	if !verified.Unchanged(manifest.Status.Synced, live) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Module objects changed in the runtime; checking in full")
 		r.verified.Forget(manifest.UID)
 		return false
@@ -56,5 +56,7 @@ func (r *Reconciler) verify(ctx context.Context, cluster *remote.Cluster, manife
 	if err != nil || !verified.Covers(manifest.Status.Synced, after) {
 		return
 	}
-	r.verified.Remember(manifest.UID, drift.Of(manifest, cluster.Identity(), after))
+	if f, ok := drift.Of(manifest, cluster.Identity(), after); ok {
+		r.verified.Remember(manifest.UID, f)
+	}
 }
