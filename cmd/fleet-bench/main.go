@@ -45,6 +45,7 @@ func run() int {
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime (the product's default); each Kyma gets its own copy in its namespace.")
 	flag.BoolVar(&opts.Upgrade, "upgrade", opts.Upgrade, "Run the fleet-wide upgrade (channel moved to 2.0.0 for every module) after the install.")
 	flag.DurationVar(&opts.Idle, "idle", opts.Idle, "How long to measure the idle fleet after convergence; 0 skips it.")
+	flag.DurationVar(&opts.ReadyInterval, "ready-interval", opts.ReadyInterval, "The operator's Ready requeue interval (its periodic drift check); 0 keeps the operator's default (5m).")
 	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "The operator's concurrent Kyma reconciles.")
 	flag.IntVar(&opts.ManifestConcurrency, "manifest-concurrency", opts.ManifestConcurrency, "The operator's concurrent Manifest reconciles.")
 	flag.Float64Var(&kcpQPS, "kcp-qps", kcpQPS, "QPS of the operator's control-plane client; negative disables client-side limiting, as in production.")

@@ -69,6 +69,10 @@ type Options struct {
 	// Idle is how long the steady state after convergence is measured;
 	// zero skips it.
 	Idle time.Duration
+	// ReadyInterval is the operator's Ready requeue interval (its drift
+	// check); zero keeps the operator's default. A short one lets --idle
+	// cover whole intervals cheaply.
+	ReadyInterval time.Duration
 
 	KymaConcurrency     int
 	ManifestConcurrency int
@@ -157,7 +161,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			Kymas: opts.Kymas, Modules: opts.Modules, Manifests: opts.Kymas * opts.Modules, Runtimes: opts.Runtimes,
 			CatalogSync: opts.CatalogSync, KymaConcurrency: opts.KymaConcurrency, ManifestConcurrency: opts.ManifestConcurrency,
 			KCPQPS: opts.KCPQPS, KCPBurst: opts.KCPBurst, RuntimeQPS: opts.RuntimeQPS, RuntimeBurst: opts.RuntimeBurst,
-			ReadyInterval: operator.DefaultOptions().Intervals.Ready.String(), IdleSeconds: opts.Idle.Seconds(),
+			ReadyInterval: readyInterval(opts.ReadyInterval).String(), IdleSeconds: opts.Idle.Seconds(),
 		},
 		Machine: machineInfo(),
 		Started: time.Now(),
@@ -417,6 +421,14 @@ func (b *bench) measureRawWrites(ctx context.Context) error {
 	return nil
 }
 
+// readyInterval is d, or the operator's default when d is zero.
+func readyInterval(d time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return operator.DefaultOptions().Intervals.Ready
+}
+
 // startOperator starts the operator in-process with its production
 // defaults, except for the settings the benchmark varies, and waits until
 // its caches are synced.
@@ -431,6 +443,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 	opts.RuntimeQPS = b.opts.RuntimeQPS
 	opts.RuntimeBurst = b.opts.RuntimeBurst
 	opts.CatalogSync = b.opts.CatalogSync
+	opts.Intervals.Ready = readyInterval(b.opts.ReadyInterval)
 	opts.Content.InsecureRegistries = []string{b.registry.Host()}
 
 	opCtx, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -266,7 +266,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		SyncNamespace: opts.SyncNamespace,
 		Pause:         paused,
 
-		ReconcileTimeout: opts.ReconcileTimeout,
+		ReconcileTimeout:    opts.ReconcileTimeout,
+		Reporting:           watcherSources.Reporting,
+		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,

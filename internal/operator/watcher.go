@@ -18,6 +18,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
@@ -88,6 +89,12 @@ type WatcherOptions struct {
 	// listener. A negative ReportRate disables the limit.
 	ReportRate  float64
 	ReportBurst int
+
+	// ReportedReadyFactor stretches the drift check of a Ready Manifest to
+	// this many Ready intervals while the watcher reports every change to
+	// the module's objects (a healthy agent and Watchers selecting each of
+	// their resources); 1 or less keeps the Ready interval.
+	ReportedReadyFactor int
 }
 
 // DefaultWatcherOptions are the watcher's defaults when it is enabled.
@@ -107,6 +114,8 @@ func DefaultWatcherOptions() WatcherOptions {
 		Concurrency:      4,
 		ReportRate:       50,
 		ReportBurst:      200,
+
+		ReportedReadyFactor: 6,
 	}
 }
 
@@ -133,6 +142,7 @@ func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Resync, "watcher-resync", o.Resync, "How often each runtime's agent resources are checked for drift.")
 	fs.Float64Var(&o.ReportRate, "listener-report-rate", o.ReportRate, "Requests (reports and heartbeats) per second the listener takes from one runtime; more are answered 429 with Retry-After. Negative disables the limit.")
 	fs.IntVar(&o.ReportBurst, "listener-report-burst", o.ReportBurst, "Requests the listener takes from one runtime at once, above --listener-report-rate.")
+	fs.IntVar(&o.ReportedReadyFactor, "watcher-reported-ready-factor", o.ReportedReadyFactor, "Check a Ready module for drift every this many --requeue-ready intervals while the watcher reports every change to its objects; 1 checks at every interval.")
 }
 
 func (o WatcherOptions) enabled() bool {
@@ -156,6 +166,7 @@ func (o WatcherOptions) withDefaults(namespace string) WatcherOptions {
 	setDefault(&o.Concurrency, d.Concurrency)
 	setDefault(&o.ReportRate, d.ReportRate)
 	setDefault(&o.ReportBurst, d.ReportBurst)
+	setDefault(&o.ReportedReadyFactor, d.ReportedReadyFactor)
 	if len(o.ListenerNames) == 0 {
 		o.ListenerNames = []string{"lifecycle-manager-listener." + namespace + ".svc", "localhost", "127.0.0.1"}
 	}
@@ -189,6 +200,11 @@ func (o WatcherOptions) listenerPort() int {
 // whose module resources changed there.
 type watcherSources struct {
 	Kymas, Manifests []source.Source
+	// Reporting tells the Manifest controller whether a module's objects
+	// are reported; a Ready Manifest whose are is checked every
+	// ReportedReadyFactor Ready intervals.
+	Reporting           manifest.Reporting
+	ReportedReadyFactor int
 }
 
 // setupWatcher wires the runtime watcher into mgr: the CA, the listener and
@@ -217,7 +233,9 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		return watcherSources{}, err
 	}
 
-	requeue, err := addListener(ctx, mgr, opts.Namespace, w, ca, func(k *v1beta2.Kyma) bool { return watcherctrl.Reporting(k, policy, paused) })
+	watched := func(k *v1beta2.Kyma) bool { return watcherctrl.Reporting(k, policy, paused) }
+	health := listener.NewHealth(w.SilenceTimeout)
+	requeue, err := addListener(ctx, mgr, opts.Namespace, w, ca, health, watched)
 	if err != nil {
 		return watcherSources{}, err
 	}
@@ -227,6 +245,10 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	return watcherSources{
 		Kymas:     []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
 		Manifests: []source.Source{source.Channel(requeue.manifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
+		Reporting: watcherReporting{
+			reader: mgr.GetClient(), namespace: opts.Namespace, health: health, watched: watched,
+		},
+		ReportedReadyFactor: w.ReportedReadyFactor,
 	}, nil
 }
 
@@ -240,7 +262,7 @@ type listenerRequeues struct {
 // addListener adds the listener (mTLS, serving certificate from the CA) and
 // its fallback for silent runtimes to mgr; watched tells the Kymas whose
 // runtimes report.
-func addListener(ctx context.Context, mgr ctrl.Manager, namespace string, w WatcherOptions, ca *pki.CA, watched func(*v1beta2.Kyma) bool) (listenerRequeues, error) {
+func addListener(ctx context.Context, mgr ctrl.Manager, namespace string, w WatcherOptions, ca *pki.CA, health *listener.Health, watched func(*v1beta2.Kyma) bool) (listenerRequeues, error) {
 	if err := listener.IndexRuntimeID(ctx, mgr.GetFieldIndexer()); err != nil {
 		return listenerRequeues{}, fmt.Errorf("indexing Kymas by runtime id: %w", err)
 	}
@@ -248,7 +270,6 @@ func addListener(ctx context.Context, mgr ctrl.Manager, namespace string, w Watc
 		kymas:     make(chan event.TypedGenericEvent[*v1beta2.Kyma], 1024),
 		manifests: make(chan event.TypedGenericEvent[*v1beta2.Manifest], 1024),
 	}
-	health := listener.NewHealth(w.SilenceTimeout)
 	var dnsNames []string
 	var ips []net.IP
 	for _, name := range w.ListenerNames {

@@ -20,6 +20,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
+	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -47,9 +48,19 @@ type Reconciler struct {
 	Pause pause.Policy
 	// ReconcileTimeout bounds one reconcile; zero means none.
 	ReconcileTimeout time.Duration
+	// Reporting, when set, tells whether the runtime watcher reports
+	// changes to a module's objects; while it does, a Ready Manifest is
+	// checked every ReportedReadyFactor Ready intervals instead of every
+	// one (manifest_reporting.go). A factor of 1 or less keeps the Ready
+	// interval.
+	Reporting           Reporting
+	ReportedReadyFactor int
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
+	// verified is what the last full reconcile of each Manifest found in
+	// its runtime (manifest_drift.go).
+	verified drift.Memory
 }
 
 // Reconcile runs the one skeleton (internal/reconciler) on the Manifest.
@@ -107,6 +118,9 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	if cluster == nil {
 		return o
 	}
+	if r.unchanged(ctx, cluster, manifest) {
+		return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+	}
 	if err := remote.EnsureNamespace(ctx, cluster.Client, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return runtimeUnavailable(err)
@@ -117,9 +131,18 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		// pruning: what is installed stays installed.
 		return contentFailed(err)
 	}
-	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects); !ok {
+	r.verified.Forget(manifest.UID)
+	observed := &apply.Observed{}
+	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects, observed); !ok {
 		return o
 	}
+	r.verify(ctx, cluster, manifest, observed.Verified(manifest.Status.Synced))
+	return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+}
+
+// moduleState makes sure the module's default custom resource exists and
+// tells how ready the module is.
+func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) reconciler.Outcome {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, defaultCRUnknownMessage(err), err)
@@ -138,10 +161,10 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 
 // applyAndPrune applies the rendered objects guarded by ownership and
 // prunes what the module no longer ships; ok is false when the reconcile
-// must end with o.
-func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (o reconciler.Outcome, ok bool) {
+// must end with o. observed records the versions the runtime answered with.
+func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured, observed *apply.Observed) (o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
-	applier := cluster.Applier()
+	applier := apply.NewApplier(observed.Client(cluster.Client), cluster.Mapper)
 	applied, err := applier.ApplyModule(ctx, objects, r.owner(manifest), manifest.Status.Synced)
 	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
 		// Someone else's objects: nothing was applied and nothing is pruned.

@@ -30,6 +30,7 @@ import (
 // Only custom resources that are not the module's block the removal, and
 // the status names them.
 func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) reconciler.Outcome {
+	r.verified.Forget(manifest.UID)
 	cluster, o := r.cluster(ctx, manifest)
 	if cluster == nil {
 		if errors.Is(o.Err, remote.ErrNoKubeconfigSecret) {

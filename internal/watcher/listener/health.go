@@ -57,6 +57,16 @@ func (h *Health) Silent(runtimeID string, now time.Time) bool {
 	return now.Sub(last) > h.timeout
 }
 
+// Heard reports whether contact with the runtime came within the timeout
+// before now. Unlike !Silent it gives no grace after a restart: a runtime
+// counts as reporting only once it has been heard from.
+func (h *Health) Heard(runtimeID string, now time.Time) bool {
+	h.mu.Lock()
+	last, ok := h.seen[runtimeID]
+	h.mu.Unlock()
+	return ok && now.Sub(last) <= h.timeout
+}
+
 // keepOnly forgets runtimes not in ids.
 func (h *Health) keepOnly(ids map[string]bool) {
 	h.mu.Lock()

@@ -1,0 +1,183 @@
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+)
+
+// Version identifies one state of one object: any write to it, by anyone,
+// changes its resourceVersion, and recreating it changes its UID.
+type Version struct {
+	UID             types.UID
+	ResourceVersion string
+}
+
+// Versions are the live Versions of a module's objects, by inventory entry.
+// An object that is missing, or no longer carries the module's labels, has
+// no entry.
+type Versions map[string]Version
+
+// Covers reports whether v holds the same Version as o for every object of
+// the inventory, and for nothing else: then no object of it was written,
+// deleted or recreated between the two reads.
+func (v Versions) Covers(inventory []v1beta2.Resource, o Versions) bool {
+	if len(v) != len(inventory) || !maps.Equal(v, o) {
+		return false
+	}
+	for _, r := range inventory {
+		if _, ok := v[key(r)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Digest is a short digest of the inventory's objects at their Versions in
+// v, in inventory order; false when an object of the inventory has none.
+// Two digests are equal exactly when Covers would hold, and a digest is all
+// that needs to be kept between checks (a few bytes per Manifest, however
+// large the module).
+func (v Versions) Digest(inventory []v1beta2.Resource) (string, bool) {
+	h := sha256.New()
+	for _, r := range inventory {
+		version, ok := v[key(r)]
+		if !ok {
+			return "", false
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", key(r), version.UID, version.ResourceVersion)
+	}
+	return string(h.Sum(nil)), true
+}
+
+// ReadVersions reads the Versions of the inventory's objects cheaply: one
+// metadata-only List per kind and namespace, selected by the module's
+// ownership labels, instead of a read (and a dry-run apply) per object. A
+// module of twenty objects in a few kinds costs a few requests, and the
+// response carries metadata only. Objects listed that are not in the
+// inventory (the module's default custom resource) are ignored.
+func ReadVersions(ctx context.Context, c client.Reader, inventory []v1beta2.Resource, owner Owner) (Versions, error) {
+	type scope struct {
+		gvk       schema.GroupVersionKind
+		namespace string
+	}
+	wanted := make(map[string]bool, len(inventory))
+	var scopes []scope
+	seen := map[scope]bool{}
+	for _, r := range inventory {
+		wanted[key(r)] = true
+		s := scope{gvk: schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}, namespace: r.Namespace}
+		if !seen[s] {
+			seen[s] = true
+			scopes = append(scopes, s)
+		}
+	}
+	selector := client.MatchingLabels{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: owner.Kyma, v1beta2.ModuleNameLabel: owner.Module,
+	}
+	versions := make(Versions, len(inventory))
+	for _, s := range scopes {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
+		err := c.List(ctx, list, selector, client.InNamespace(s.namespace))
+		if meta.IsNoMatchError(err) {
+			continue // the kind is gone, and with it the objects
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %s of the module: %w", s.gvk.Kind, err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			k := s.gvk.Group + "/" + s.gvk.Kind + "/" + item.Namespace + "/" + item.Name
+			if wanted[k] {
+				versions[k] = Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
+			}
+		}
+	}
+	return versions, nil
+}
+
+// Observed records, during one apply, the Version of each object as the
+// runtime's API server returned it: read, dry-run applied, or written. It
+// tells, without another read before the apply, at which version each
+// object was verified (see Verified). Use a new one per apply; it is safe
+// for the apply's concurrent requests.
+type Observed struct {
+	mu                    sync.Mutex
+	read, dryRun, written Versions
+}
+
+// Client wraps c so that its Get and Patch responses are recorded.
+func (o *Observed) Client(c client.Client) client.Client {
+	return observingClient{Client: c, observed: o}
+}
+
+type observingClient struct {
+	client.Client
+	observed *Observed
+}
+
+func (c observingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := c.Client.Get(ctx, key, obj, opts...)
+	if err == nil {
+		c.observed.record(&c.observed.read, obj)
+	}
+	return err
+}
+
+func (c observingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	patchOpts := &client.PatchOptions{}
+	patchOpts.ApplyOptions(opts)
+	if len(patchOpts.DryRun) > 0 {
+		c.observed.record(&c.observed.dryRun, obj)
+	} else {
+		c.observed.record(&c.observed.written, obj)
+	}
+	return nil
+}
+
+func (o *Observed) record(into *Versions, obj client.Object) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || obj.GetResourceVersion() == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if *into == nil {
+		*into = Versions{}
+	}
+	(*into)[gvk.Group+"/"+gvk.Kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = Version{UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+}
+
+// Verified are the Versions at which the apply verified the inventory's
+// objects: the version it wrote, or, for an object it left alone, the
+// version its dry-run was answered at when that is the very version it
+// last read (so the diff compared the object the dry-run describes).
+// Objects without such a version are left out.
+func (o *Observed) Verified(inventory []v1beta2.Resource) Versions {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	verified := make(Versions, len(inventory))
+	for _, r := range inventory {
+		k := key(r)
+		if v, ok := o.written[k]; ok {
+			verified[k] = v
+		} else if v, ok := o.dryRun[k]; ok && o.read[k] == v {
+			verified[k] = v
+		}
+	}
+	return verified
+}

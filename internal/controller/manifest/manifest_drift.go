@@ -1,0 +1,62 @@
+package manifest
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+)
+
+// The periodic drift check. A full reconcile renders the content and
+// dry-runs every object; for a module that nobody touched that is all
+// waste, and at the Ready interval across a fleet it was most of an idle
+// operator's CPU. So a full reconcile that found nothing to change
+// remembers a drift.Fingerprint, and the next reconcile of the same
+// Manifest (same generation, labels, annotations, inventory, runtime)
+// first reads its objects' versions cheaply (apply.ReadVersions): when every
+// one is as verified, nothing was written to any of them since, so the
+// render, apply and prune are skipped and only the default custom resource
+// and readiness are looked at. Anything else — a changed, deleted or
+// recreated object, removed labels, a new generation, an operator restart,
+// another runtime behind the Kyma — is a full reconcile.
+
+// unchanged reports whether the Manifest's objects are as the last full
+// reconcile verified them. A failed read is not an answer: the full
+// reconcile runs and reports what is wrong.
+func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) bool {
+	verified, ok := r.verified.Recall(manifest.UID)
+	if !ok || !verified.Describes(manifest, cluster.Identity()) {
+		return false
+	}
+	live, err := apply.ReadVersions(ctx, cluster.Client, manifest.Status.Synced, r.owner(manifest))
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Reading the module's object versions failed; checking in full", "error", err.Error())
+		return false
+	}
+	if !verified.Unchanged(manifest.Status.Synced, live) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Module objects changed in the runtime; checking in full")
+		r.verified.Forget(manifest.UID)
+		return false
+	}
+	return true
+}
+
+// verify remembers the Manifest's fingerprint after a full apply and prune
+// when the objects' versions read now are those at which the apply verified
+// them (apply.Observed: written by it, or dry-run against the version it
+// read): then nobody wrote to any of them since, and each is as the content
+// wants it. A module whose objects changed meanwhile (a workload's status
+// still settling) is remembered by a later full reconcile.
+func (r *Reconciler) verify(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, verified apply.Versions) {
+	after, err := apply.ReadVersions(ctx, cluster.Client, manifest.Status.Synced, r.owner(manifest))
+	if err != nil || !verified.Covers(manifest.Status.Synced, after) {
+		return
+	}
+	if f, ok := drift.Of(manifest, cluster.Identity(), after); ok {
+		r.verified.Remember(manifest.UID, f)
+	}
+}

@@ -1,0 +1,72 @@
+package manifest
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+)
+
+// ModuleObjects describe a module's objects as the runtime watcher would
+// see them: the resources they are served as, the namespaces of the
+// namespaced ones, and the labels every one of them carries.
+type ModuleObjects struct {
+	Resources  []schema.GroupVersionResource
+	Namespaces []string
+	Labels     map[string]string
+}
+
+// Reporting tells whether the runtime watcher reports a change to any of a
+// module's objects at once: the Kyma's runtime has a healthy agent, and a
+// valid Watcher selects every resource of the module's objects by labels
+// they carry. A report requeues the Manifest (internal/watcher/listener), so
+// its periodic check can run much less often.
+type Reporting interface {
+	Reports(ctx context.Context, kymaName string, objects ModuleObjects) bool
+}
+
+// reportedReadyAfter stretches a Ready outcome's requeue to
+// ReportedReadyFactor Ready intervals while the watcher reports every
+// change to the module's objects. The periodic check stays, rarer, for
+// what the agent does not report (label-only changes) or loses.
+func (r *Reconciler) reportedReadyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
+	if o.Kind != reconciler.KindReady || r.Reporting == nil || r.ReportedReadyFactor <= 1 {
+		return o
+	}
+	objects, ok := moduleObjects(cluster, manifest, r.owner(manifest).Module)
+	if !ok || !r.Reporting.Reports(ctx, kymaName(manifest), objects) {
+		return o
+	}
+	o.After = requeue.Jitter(time.Duration(r.ReportedReadyFactor)*r.Intervals.Ready, r.Intervals.Jitter)
+	return o
+}
+
+// moduleObjects describes the Manifest's inventory for the watcher; false
+// when a kind cannot be mapped to its resource.
+func moduleObjects(cluster *remote.Cluster, manifest *v1beta2.Manifest, module string) (ModuleObjects, bool) {
+	objects := ModuleObjects{Labels: map[string]string{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: kymaName(manifest), v1beta2.ModuleNameLabel: module,
+	}}
+	resources := map[schema.GroupVersionResource]bool{}
+	namespaces := map[string]bool{}
+	for _, res := range manifest.Status.Synced {
+		mapping, err := cluster.Mapper.RESTMapping(schema.GroupKind{Group: res.Group, Kind: res.Kind}, res.Version)
+		if err != nil {
+			return ModuleObjects{}, false
+		}
+		if !resources[mapping.Resource] {
+			resources[mapping.Resource] = true
+			objects.Resources = append(objects.Resources, mapping.Resource)
+		}
+		if res.Namespace != "" && !namespaces[res.Namespace] {
+			namespaces[res.Namespace] = true
+			objects.Namespaces = append(objects.Namespaces, res.Namespace)
+		}
+	}
+	return objects, true
+}

@@ -1,0 +1,104 @@
+package operator
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
+)
+
+// watcherReporting answers the Manifest controller's question "does the
+// watcher report every change to this module's objects now?" from what the
+// operator already holds: the Kyma (cache), the listener's Health and the
+// Watchers (cache). It is the only thing the Manifest controller learns of
+// the watcher.
+type watcherReporting struct {
+	reader    client.Reader
+	namespace string
+	health    *listener.Health
+	// watched tells whether a Kyma's runtime reports at all (not paused).
+	watched func(*v1beta2.Kyma) bool
+}
+
+var _ manifest.Reporting = watcherReporting{}
+
+// Reports is true when the Kyma's agent was heard from within the silence
+// timeout, its reporting is not paused, and valid Watchers report changes
+// to every resource of the module's objects.
+func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects manifest.ModuleObjects) bool {
+	kyma := &v1beta2.Kyma{}
+	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: kymaName}, kyma); err != nil {
+		return false
+	}
+	id := kyma.Labels[v1beta2.RuntimeIDLabel]
+	if id == "" || !w.watched(kyma) || !w.health.Heard(id, time.Now()) {
+		return false
+	}
+	watchers := &v1beta2.WatcherList{}
+	if err := w.reader.List(ctx, watchers, client.InNamespace(w.namespace)); err != nil {
+		return false
+	}
+	return watchersReport(watchers.Items, kyma.Spec.SyncNamespace, objects)
+}
+
+// watchersReport tells whether the Watchers make a runtime's agent report
+// every create, delete and spec change of the objects, by the rules the
+// webhook configuration is rendered with (internal/watcher/controller
+// render.go): a Watcher reports its resource in any version (match policy
+// Equivalent), when its field is spec, when its labels are a subset of the
+// objects' labels and when it is valid (not Stalled, so rendered). With a
+// Kyma's own sync namespace the webhooks see only that namespace, so every
+// namespaced object must be in it, and no Namespace object is reported.
+func watchersReport(watchers []v1beta2.Watcher, kymaSyncNamespace string, objects manifest.ModuleObjects) bool {
+	if len(objects.Resources) == 0 {
+		return false
+	}
+	if kymaSyncNamespace != "" {
+		for _, ns := range objects.Namespaces {
+			if ns != kymaSyncNamespace {
+				return false
+			}
+		}
+	}
+	for _, res := range objects.Resources {
+		if kymaSyncNamespace != "" && res.Group == "" && res.Resource == "namespaces" {
+			return false
+		}
+		if !anyWatcherReports(watchers, res, objects.Labels) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyWatcherReports(watchers []v1beta2.Watcher, res schema.GroupVersionResource, labels map[string]string) bool {
+	for i := range watchers {
+		w := &watchers[i]
+		if w.Spec.Field != v1beta2.SpecField || !w.DeletionTimestamp.IsZero() ||
+			meta.IsStatusConditionTrue(w.Status.Conditions, v1beta2.ConditionStalled) {
+			continue
+		}
+		if w.Spec.ResourceToWatch.Group != res.Group || w.Spec.ResourceToWatch.Resource != res.Resource {
+			continue
+		}
+		if subset(w.Spec.LabelsToWatch, labels) {
+			return true
+		}
+	}
+	return false
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,65 @@
+package operator
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+)
+
+func TestWatchersReport(t *testing.T) {
+	moduleLabels := map[string]string{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: "k1", v1beta2.ModuleNameLabel: "sample",
+	}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	watcher := func(group, resource string, field v1beta2.FieldName, labels map[string]string) v1beta2.Watcher {
+		return v1beta2.Watcher{Spec: v1beta2.WatcherSpec{
+			ResourceToWatch: v1beta2.WatchableGVR{Group: group, Version: "v1", Resource: resource},
+			Field:           field, LabelsToWatch: labels,
+		}}
+	}
+	stalled := watcher("", "configmaps", v1beta2.SpecField, nil)
+	stalled.Status.Conditions = []metav1.Condition{{Type: v1beta2.ConditionStalled, Status: metav1.ConditionTrue}}
+	defaultWatcher := watcher("operator.kyma-project.io", "kymas", v1beta2.SpecField, nil)
+	cmWatcher := watcher("", "configmaps", v1beta2.SpecField, map[string]string{v1beta2.ManagedByLabel: v1beta2.ManagedByValue})
+	deployWatcher := watcher("apps", "deployments", v1beta2.SpecField, map[string]string{v1beta2.ModuleNameLabel: "sample"})
+
+	tests := []struct {
+		name     string
+		watchers []v1beta2.Watcher
+		syncNS   string
+		objects  manifest.ModuleObjects
+		want     bool
+	}{
+		{"the default Watcher alone reports no module object", []v1beta2.Watcher{defaultWatcher}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Labels: moduleLabels}, false},
+		{"every resource selected by labels the objects carry", []v1beta2.Watcher{defaultWatcher, cmWatcher, deployWatcher}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps, deployments}, Labels: moduleLabels}, true},
+		{"one resource not selected", []v1beta2.Watcher{cmWatcher}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps, deployments}, Labels: moduleLabels}, false},
+		{"labels the objects do not carry", []v1beta2.Watcher{watcher("", "configmaps", v1beta2.SpecField, map[string]string{"team": "x"})}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Labels: moduleLabels}, false},
+		{"a status Watcher does not report spec drift", []v1beta2.Watcher{watcher("", "configmaps", v1beta2.StatusField, nil)}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Labels: moduleLabels}, false},
+		{"a Stalled (invalid) Watcher is not rendered", []v1beta2.Watcher{stalled}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Labels: moduleLabels}, false},
+		{"another version of the resource is reported (match policy Equivalent)", []v1beta2.Watcher{cmWatcher}, "",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{{Version: "v2", Resource: "configmaps"}}, Labels: moduleLabels}, true},
+		{"the Kyma's own sync namespace: objects in it", []v1beta2.Watcher{cmWatcher}, "team-a",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Namespaces: []string{"team-a"}, Labels: moduleLabels}, true},
+		{"the Kyma's own sync namespace: objects outside it", []v1beta2.Watcher{cmWatcher}, "team-a",
+			manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Namespaces: []string{"team-a", "other"}, Labels: moduleLabels}, false},
+		{"no objects: nothing to report", []v1beta2.Watcher{cmWatcher}, "", manifest.ModuleObjects{Labels: moduleLabels}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := watchersReport(tt.watchers, tt.syncNS, tt.objects); got != tt.want {
+				t.Fatalf("watchersReport = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

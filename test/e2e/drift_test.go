@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+// sampleKinds are the resources of the sample module's content (its CRD
+// aside, which the Kyma controller writes too).
+var sampleKinds = []string{"deployments", "serviceaccounts", "clusterroles", "clusterrolebindings"}
+
+// requests counts the requests the Kyma's runtime API server has served, by
+// its own metrics, whose labels match.
+func (k *testKyma) requests(g Gomega, match func(labels map[string]string) bool) float64 {
+	cs, err := kubernetes.NewForConfig(k.runtime.cluster.Config())
+	g.Expect(err).NotTo(HaveOccurred())
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if match(labels) {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// moduleApplies are dry-run and real writes of the sample module's kinds.
+func moduleApplies(labels map[string]string) bool {
+	return slices.Contains(sampleKinds, labels["resource"]) && labels["subresource"] == "" &&
+		slices.Contains([]string{"POST", "PUT", "PATCH", "APPLY", "DELETE"}, labels["verb"])
+}
+
+// managerReads are reads of the module's manager Deployment: every check of
+// the Manifest, full or not, reads its readiness.
+func managerReads(labels map[string]string) bool {
+	return labels["resource"] == "deployments" && labels["verb"] == "GET" && labels["subresource"] == ""
+}
+
+// TestPeriodicCheckOfUnchangedModuleAppliesNothing lets a Ready module be
+// checked several times (the Ready interval is 2s here, and no watcher
+// reports): none of the checks dry-runs or writes any of its objects. Then
+// drift made in the runtime — a manager's spec edited, a ServiceAccount
+// deleted, a ClusterRole's rules changed — is still found by the periodic
+// check alone and corrected.
+func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	k := newKyma(t, module(samplemodules.Sample))
+	k.eventuallyReady(t)
+	rc := k.runtime.client
+
+	// The first checks after the install may still apply (the manager's
+	// status settles): wait for a check that applied nothing, then count.
+	applies, reads := k.requests(Default, moduleApplies), k.requests(Default, managerReads)
+	Eventually(func(g Gomega) bool {
+		a, r := k.requests(g, moduleApplies), k.requests(g, managerReads)
+		if a != applies {
+			applies, reads = a, r
+			return false
+		}
+		return r > reads
+	}, timeout, interval).Should(BeTrue(), "a check that applies nothing")
+	applies, reads = k.requests(Default, moduleApplies), k.requests(Default, managerReads)
+	Eventually(func(g Gomega) {
+		g.Expect(k.requests(g, managerReads)).To(BeNumerically(">=", reads+3))
+	}, timeout, interval).Should(Succeed(), "three more periodic checks")
+	Expect(k.requests(Default, moduleApplies)).To(Equal(applies),
+		"periodic checks of an unchanged module neither dry-run nor write its objects")
+
+	// An object's spec edited.
+	deployment := &appsv1.Deployment{}
+	Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
+	image := deployment.Spec.Template.Spec.Containers[0].Image
+	deployment.Spec.Template.Spec.Containers[0].Image = "tampered:1"
+	Expect(rc.Update(ctx, deployment)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
+		g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
+	}, timeout, interval).Should(Succeed(), "the edited manager is restored")
+
+	// An object deleted.
+	sa := &corev1.ServiceAccount{}
+	Expect(k.inRuntime(sa, "sample-manager")).To(Succeed())
+	Expect(rc.Delete(ctx, sa)).To(Succeed())
+	Eventually(func(g Gomega) {
+		recreated := &corev1.ServiceAccount{}
+		g.Expect(k.inRuntime(recreated, "sample-manager")).To(Succeed())
+		g.Expect(recreated.UID).NotTo(Equal(sa.UID))
+	}, timeout, interval).Should(Succeed(), "the deleted ServiceAccount is created again")
+
+	// A cluster-scoped object changed.
+	role := &rbacv1.ClusterRole{}
+	Expect(rc.Get(ctx, client.ObjectKey{Name: "sample-manager"}, role)).To(Succeed())
+	rules := role.Rules
+	role.Rules = nil
+	Expect(rc.Update(ctx, role)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(rc.Get(ctx, client.ObjectKey{Name: "sample-manager"}, role)).To(Succeed())
+		g.Expect(role.Rules).To(Equal(rules))
+	}, timeout, interval).Should(Succeed(), "the ClusterRole's rules are restored")
+	k.eventuallyReady(t)
+}
+
+// TestContentChangeAfterQuietChecksIsApplied moves a module whose periodic
+// checks have gone quiet to new content: a new generation is never taken
+// for the one verified, and 2.0.0 is applied and pruned in full.
+func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
+	RegisterTestingT(t)
+	setChannel(t, samplemodules.Evolving, "drift", "1.0.0")
+	evolving := module(samplemodules.Evolving)
+	evolving.Channel = "drift"
+	k := newKyma(t, evolving)
+	k.eventuallyReady(t)
+
+	configMapWrites := func(labels map[string]string) bool {
+		return labels["resource"] == "configmaps" && labels["subresource"] == "" && labels["dry_run"] == "" &&
+			(labels["verb"] == "APPLY" || labels["verb"] == "PATCH")
+	}
+	configMapLists := func(labels map[string]string) bool {
+		return labels["resource"] == "configmaps" && labels["verb"] == "LIST"
+	}
+	lists := k.requests(Default, configMapLists)
+	Eventually(func(g Gomega) {
+		g.Expect(k.requests(g, configMapLists)).To(BeNumerically(">=", lists+2))
+	}, timeout, interval).Should(Succeed(), "the cheap check reads the module's objects")
+	patches := k.requests(Default, configMapWrites)
+
+	setChannel(t, samplemodules.Evolving, "drift", "2.0.0")
+	Eventually(func(g Gomega) {
+		m := k.moduleStatus(g, samplemodules.Evolving)
+		g.Expect(m.Version).To(Equal("2.0.0"))
+		g.Expect(m.State).To(Equal(v1beta2.StateReady))
+		cm := &corev1.ConfigMap{}
+		g.Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
+		g.Expect(cm.Data).To(HaveKeyWithValue("version", "2.0.0"))
+		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-added-in-2")).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	Expect(k.requests(Default, configMapWrites)).To(BeNumerically(">", patches), "the new content was applied")
+}
