@@ -106,7 +106,7 @@ func DefaultWatcherOptions() WatcherOptions {
 		AgentImage:       "ghcr.io/runtime-fleet/runtime-watcher:latest",
 		SilenceTimeout:   90 * time.Second,
 		FallbackInterval: time.Minute,
-		RecheckAfter:     2 * time.Second,
+		RecheckAfter:     500 * time.Millisecond,
 		Resync:           10 * time.Minute,
 		Concurrency:      4,
 		ReportRate:       50,

@@ -40,6 +40,11 @@ type Phases[T client.Object] struct {
 	OnPaused func(obj T)
 	// Delete removes what the object put in place. Done lets it go.
 	Delete func(ctx context.Context, obj T) Outcome
+	// Announce, when set and returning true, has its outcome recorded and
+	// patched before Reconcile runs: an object the controller never reported
+	// on shows at once that work began, instead of after a first reconcile
+	// that may connect to a runtime and fetch content first. Optional.
+	Announce func(obj T) (Outcome, bool)
 	// Reconcile brings the object to its desired state.
 	Reconcile func(ctx context.Context, obj T) Outcome
 	// Record writes an outcome into the object's status (see Record).
@@ -103,6 +108,17 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 			return o
 		}
 		return Outcome{Kind: KindPaused}
+	}
+	if p.Announce != nil {
+		if o, ok := p.Announce(obj); ok {
+			p.Record(obj, o)
+			if patched := p.patchStatus(ctx, c, base, obj); patched.Kind != KindDone {
+				return patched
+			}
+			// The patch answered with the stored object: it is the base of
+			// the final patch, whose lock it now holds.
+			base = obj.DeepCopyObject().(T)
+		}
 	}
 	return p.finish(ctx, c, base, obj, p.Reconcile(phaseCtx, obj))
 }
