@@ -217,8 +217,10 @@ func (r *reaction) measureReactions(ctx context.Context) ([]float64, error) {
 	}
 	defer func() {
 		stop()
-		<-operatorDone
-		<-agentDone
+		// The run is over; how they stopped does not change the figures.
+		if err := errors.Join(<-operatorDone, <-agentDone); err != nil {
+			fmt.Fprintln(r.opts.Progress, "reaction: stopping:", err)
+		}
 	}()
 	if err := r.registerKyma(ctx); err != nil {
 		return nil, fmt.Errorf("waiting for the Kyma without modules to be Ready: %w", err)
