@@ -62,6 +62,10 @@ func run() int {
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile of the whole run (the operator and the benchmark's client) to this file.")
 	flag.Float64Var(&maxRSSGiB, "max-rss-gib", maxRSSGiB, "Stop the run when the operator and the API servers hold more memory than this (GiB); 0 disables. The default is 60% of the machine's memory.")
 	flag.StringVar(&opts.HeapProfile, "heapprofile", "", "Write a heap profile, taken when the install ends, to this file.")
+	reaction := fleetbench.DefaultReactionOptions()
+	reaction.Repetitions = 0
+	flag.IntVar(&reaction.Repetitions, "reaction", 0, "Run the reaction benchmark instead: this many modules made ready one after another in one runtime, each timed to its Kyma showing Ready (the fleet flags are ignored).")
+	flag.IntVar(&reaction.Starts, "reaction-starts", reaction.Starts, "With --reaction: operator binary starts, each timed to a Kyma's first status; 0 skips them.")
 	flag.Parse()
 	opts.KCPQPS = float32(kcpQPS)
 	opts.RuntimeQPS = float32(runtimeQPS)
@@ -79,6 +83,9 @@ func run() int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	if reaction.Repetitions > 0 {
+		return runReaction(ctx, reaction, out)
+	}
 	if cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cpuProfile)
 		if err != nil {
@@ -131,7 +138,7 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
-func writeJSON(path string, report *fleetbench.Report) error {
+func writeJSON(path string, report any) error {
 	data, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)
@@ -143,4 +150,23 @@ func writeJSON(path string, report *fleetbench.Report) error {
 		return fmt.Errorf("writing the report: %w", err)
 	}
 	return nil
+}
+
+// runReaction runs the reaction benchmark and prints its figures.
+func runReaction(ctx context.Context, opts fleetbench.ReactionOptions, out string) int {
+	opts.Progress = os.Stderr
+	report, err := fleetbench.RunReaction(ctx, opts)
+	if report != nil {
+		report.Print(os.Stdout)
+		if werr := writeJSON(out, report); werr != nil {
+			fmt.Fprintln(os.Stderr, "fleet-bench:", werr)
+			return 1
+		}
+		fmt.Printf("\nJSON report: %s\n", out)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+		return 1
+	}
+	return 0
 }

@@ -64,6 +64,10 @@ type WatcherOptions struct {
 	// NoDefaultWatcher stops the default Watcher from being created at start
 	// when absent.
 	NoDefaultWatcher bool
+	// NoModuleResources leaves module resources out of what agents report:
+	// a module's readiness and drift are then found by the Manifest's
+	// periodic reconcile only.
+	NoModuleResources bool
 	// PausedSelector is a label selector of Kymas whose reporting is paused,
 	// in addition to the watcher-paused label.
 	PausedSelector string
@@ -109,7 +113,7 @@ func DefaultWatcherOptions() WatcherOptions {
 		AgentImage:       "ghcr.io/runtime-fleet/runtime-watcher:latest",
 		SilenceTimeout:   90 * time.Second,
 		FallbackInterval: time.Minute,
-		RecheckAfter:     2 * time.Second,
+		RecheckAfter:     500 * time.Millisecond,
 		Resync:           10 * time.Minute,
 		Concurrency:      4,
 		ReportRate:       50,
@@ -135,6 +139,7 @@ func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.RenewFraction, "watcher-cert-renew-fraction", o.RenewFraction, "Renew a certificate when less than this fraction of its lifetime is left.")
 	fs.StringVar(&o.AgentImage, "watcher-agent-image", o.AgentImage, "runtime-watcher image installed into runtimes.")
 	fs.BoolVar(&o.NoDefaultWatcher, "watcher-no-default", o.NoDefaultWatcher, "Do not create the default Watcher (runtime Kymas' spec) at start when absent.")
+	fs.BoolVar(&o.NoModuleResources, "watcher-no-module-resources", o.NoModuleResources, "Do not report changes of module resources (their spec, deletion and status) from runtimes; a module's readiness and drift then wait for the Manifest's periodic reconcile.")
 	fs.StringVar(&o.PausedSelector, "watcher-paused-selector", o.PausedSelector, "Label selector of Kymas whose runtime reporting is paused.")
 	fs.DurationVar(&o.SilenceTimeout, "watcher-silence-timeout", o.SilenceTimeout, "Time without reports or heartbeats after which a runtime's Kyma is reconciled every --watcher-fallback-interval.")
 	fs.DurationVar(&o.FallbackInterval, "watcher-fallback-interval", o.FallbackInterval, "Requeue interval of Kymas whose runtime went silent.")
@@ -335,6 +340,7 @@ func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p
 			Validity: w.CertValidity, RenewFraction: w.RenewFraction,
 			ListenerURL: w.ListenerURL, Image: w.AgentImage, LocalURL: w.LocalAgentURL,
 			Paused: p.paused, Resync: w.Resync, ReconcileTimeout: opts.ReconcileTimeout,
+			ModuleResources: !w.NoModuleResources,
 		},
 	}).SetupWithManager(mgr, watcherctrl.SetupOptions{
 		MaxConcurrentReconciles: w.Concurrency, BaseBackoff: opts.BaseBackoff, MaxBackoff: opts.MaxBackoff,

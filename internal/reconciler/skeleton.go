@@ -40,6 +40,11 @@ type Phases[T client.Object] struct {
 	OnPaused func(obj T)
 	// Delete removes what the object put in place. Done lets it go.
 	Delete func(ctx context.Context, obj T) Outcome
+	// Announce, when set and returning true, has its outcome recorded and
+	// patched before Reconcile runs: an object the controller never reported
+	// on shows at once that work began, instead of after a first reconcile
+	// that may connect to a runtime and fetch content first. Optional.
+	Announce func(obj T) (Outcome, bool)
 	// Reconcile brings the object to its desired state.
 	Reconcile func(ctx context.Context, obj T) Outcome
 	// Record writes an outcome into the object's status (see Record).
@@ -103,6 +108,17 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 			return o
 		}
 		return Outcome{Kind: KindPaused}
+	}
+	if p.Announce != nil {
+		if o, ok := p.Announce(obj); ok {
+			p.Record(obj, o)
+			if patched := p.patchStatus(ctx, c, base, obj); patched.Kind != KindDone {
+				return patched
+			}
+			// The patch answered with the stored object: it is the base of
+			// the final patch, whose lock it now holds.
+			base = obj.DeepCopyObject().(T)
+		}
 	}
 	return p.finish(ctx, c, base, obj, p.Reconcile(phaseCtx, obj))
 }
@@ -185,11 +201,63 @@ func copyStatus(from, to client.Object) error {
 // addFinalizer and removeFinalizer patch metadata.finalizers with an
 // optimistic lock: a plain merge patch of the list would drop a finalizer
 // another controller added meanwhile.
+//
+// A new object is often given finalizers by several controllers at once
+// (a Kyma by the Kyma and the watcher-agent controllers), so adding ours is
+// refused when another got there first. It is then added again to the
+// object as it is now, read once c has seen the other write, instead of
+// after a requeue: a new Kyma's first status would wait a second for it.
 func addFinalizer[T client.Object](ctx context.Context, c client.Client, obj T, finalizer string) Outcome {
-	base := obj.DeepCopyObject().(T)
-	controllerutil.AddFinalizer(obj, finalizer)
-	return patchFinalizers(ctx, c, base, obj)
+	for attempt := 1; ; attempt++ {
+		base := obj.DeepCopyObject().(T)
+		controllerutil.AddFinalizer(obj, finalizer)
+		o := patchFinalizers(ctx, c, base, obj)
+		if o.Kind != KindConflict || attempt == finalizerAttempts || !reread(ctx, c, obj, base.GetResourceVersion()) {
+			return o
+		}
+		if !obj.GetDeletionTimestamp().IsZero() {
+			return Conflict(nil) // a deletion began: the next reconcile handles it
+		}
+		if controllerutil.ContainsFinalizer(obj, finalizer) {
+			return Done()
+		}
+	}
 }
+
+// finalizerAttempts bounds the attempts to add a finalizer in one reconcile.
+const finalizerAttempts = 3
+
+// reread reads obj again into obj, waiting (briefly) until c returns a
+// version newer than stale: a cached client sees another controller's
+// write a moment after the API server refused ours because of it. It
+// returns false when no newer version came.
+func reread[T client.Object](ctx context.Context, c client.Client, obj T, stale string) bool {
+	deadline := time.Now().Add(rereadWait)
+	for {
+		fresh, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
+		if !ok {
+			return false
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			return false
+		}
+		if fresh.GetResourceVersion() != stale {
+			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// rereadWait bounds how long reread waits for a cache to catch up.
+const rereadWait = 500 * time.Millisecond
 
 func removeFinalizer[T client.Object](ctx context.Context, c client.Client, obj T, finalizer string) Outcome {
 	base := obj.DeepCopyObject().(T)

@@ -144,13 +144,12 @@ func TestFinalizerOfAnotherControllerSurvives(t *testing.T) {
 		return reconciler.Ready("Ready", "Ready", time.Minute)
 	}
 	done := func(context.Context, *v1beta2.Manifest) reconciler.Outcome { return reconciler.Done() }
+	// The stale add is refused; ours is added again onto the object as it
+	// is now, in the same reconcile, which then goes on (no requeue a
+	// second later: a new Kyma's first status would wait for it).
 	result, err := reconciler.Run(ctx, kcp, stale, phases(ours, ready, done))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(result.RequeueAfter).To(Equal(time.Second), "the stale add is refused and requeued")
-	g.Expect(get(g, "finalizers").Finalizers).To(ConsistOf(theirs))
-
-	_, err = reconciler.Run(ctx, kcp, get(g, "finalizers"), phases(ours, ready, done))
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result.RequeueAfter).To(Equal(time.Minute), "the reconcile ran after the finalizer was added again")
 	g.Expect(get(g, "finalizers").Finalizers).To(ConsistOf(theirs, ours))
 
 	// Deleting: ours goes, theirs stays, also when the object changed

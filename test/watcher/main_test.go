@@ -112,6 +112,9 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	// Only reports (or the fallback) may reconcile a Kyma: see the timing
 	// constants above.
 	opts.Intervals.Ready, opts.Intervals.Error, opts.Intervals.Warning = time.Hour, time.Hour, time.Hour
+	// A module waiting for its manager or CR is not polled either: its
+	// readiness must come through the agent's reports.
+	opts.Intervals.Processing = 10 * time.Minute
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.PauseSelector = pausedGroupLabel + "=yes"
 	// The listener's per-runtime rate limit is the default, which

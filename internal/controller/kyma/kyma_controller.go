@@ -72,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Paused:     r.Pause.Paused,
 		OnPaused:   setPaused,
 		Delete:     r.finalize,
+		Announce:   announce,
 		Reconcile:  r.reconcile,
 		Record: func(kyma *v1beta2.Kyma, o reconciler.Outcome) {
 			recordOutcome(kyma, o)

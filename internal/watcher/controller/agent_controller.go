@@ -69,6 +69,10 @@ type AgentOptions struct {
 	// ReconcileTimeout bounds one reconcile (not its final patch); zero
 	// means none.
 	ReconcileTimeout time.Duration
+	// ModuleResources adds the built-in rules that report changes of the
+	// Kyma's module resources (spec, deletion and status), so that a
+	// module's readiness and drift reach its Manifest at once.
+	ModuleResources bool
 }
 
 // AgentReconciler keeps the agent of each Kyma's runtime.
@@ -178,7 +182,7 @@ func (r *AgentReconciler) configure(ctx context.Context, kyma *v1beta2.Kyma, clu
 	}
 	in := renderInput{
 		Kyma: kyma, Namespace: r.syncNamespace(kyma), Credentials: creds, Watchers: watchers.Items,
-		ListenerURL: r.Options.ListenerURL, Image: r.Options.Image,
+		ListenerURL: r.Options.ListenerURL, Image: r.Options.Image, ModuleResources: r.Options.ModuleResources,
 	}
 	if r.Options.LocalURL != nil {
 		in.LocalURL = r.Options.LocalURL(kyma)

@@ -65,6 +65,9 @@ type renderInput struct {
 	LocalURL    string
 	ListenerURL string
 	Image       string
+	// ModuleResources adds the built-in rules that report the Kyma's module
+	// resources (moduleHooks).
+	ModuleResources bool
 }
 
 // render returns the agent's objects for a runtime, Namespace first, and the
@@ -113,6 +116,9 @@ func render(in renderInput) (objects []client.Object, webhook *admissionregistra
 		}
 		hooks = append(hooks, validatingWebhook(w, in, creds[pki.ServingCACertKey]))
 	}
+	if in.ModuleResources {
+		hooks = append(hooks, moduleHooks(in, creds[pki.ServingCACertKey])...)
+	}
 	if len(hooks) == 0 {
 		return objects, nil
 	}
@@ -125,15 +131,7 @@ func render(in renderInput) (objects []client.Object, webhook *admissionregistra
 }
 
 func validatingWebhook(w *v1beta2.Watcher, in renderInput, caBundle []byte) admissionregistrationv1.ValidatingWebhook {
-	path := agent.ValidatePathFor(w.Name, w.Spec.Field)
-	clientConfig := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
-	if in.LocalURL != "" {
-		clientConfig.URL = ptr.To(strings.TrimSuffix(in.LocalURL, "/") + path)
-	} else {
-		clientConfig.Service = &admissionregistrationv1.ServiceReference{
-			Namespace: in.Namespace, Name: agentName, Path: &path, Port: ptr.To[int32](webhookPort),
-		}
-	}
+	clientConfig := agentClientConfig(in, agent.ValidatePathFor(w.Name, w.Spec.Field), caBundle)
 	res := w.Spec.ResourceToWatch.Resource
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
 	if w.Spec.Field == v1beta2.StatusField {
@@ -141,19 +139,25 @@ func validatingWebhook(w *v1beta2.Watcher, in renderInput, caBundle []byte) admi
 		res += "/status"
 		ops = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	}
+	rule := admissionregistrationv1.Rule{
+		APIGroups:   []string{w.Spec.ResourceToWatch.Group},
+		APIVersions: []string{w.Spec.ResourceToWatch.Version},
+		Resources:   []string{res},
+	}
+	return agentWebhook(in, webhookName(w), clientConfig, rule, ops, &metav1.LabelSelector{MatchLabels: w.Spec.LabelsToWatch})
+}
+
+// agentWebhook is one webhook calling the agent: never blocking the
+// runtime's API, no reports for dry runs, the object selector given.
+func agentWebhook(in renderInput, name string, clientConfig admissionregistrationv1.WebhookClientConfig, rule admissionregistrationv1.Rule,
+	ops []admissionregistrationv1.OperationType, objects *metav1.LabelSelector,
+) admissionregistrationv1.ValidatingWebhook {
+	rule.Scope = ptr.To(admissionregistrationv1.AllScopes)
 	hook := admissionregistrationv1.ValidatingWebhook{
-		Name:         webhookName(w),
-		ClientConfig: clientConfig,
-		Rules: []admissionregistrationv1.RuleWithOperations{{
-			Operations: ops,
-			Rule: admissionregistrationv1.Rule{
-				APIGroups:   []string{w.Spec.ResourceToWatch.Group},
-				APIVersions: []string{w.Spec.ResourceToWatch.Version},
-				Resources:   []string{res},
-				Scope:       ptr.To(admissionregistrationv1.AllScopes),
-			},
-		}},
-		ObjectSelector: &metav1.LabelSelector{MatchLabels: w.Spec.LabelsToWatch},
+		Name:           name,
+		ClientConfig:   clientConfig,
+		Rules:          []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: rule}},
+		ObjectSelector: objects,
 		// Never block the runtime's API because the agent is away.
 		FailurePolicy: ptr.To(admissionregistrationv1.Ignore),
 		// The agent reports, which is a side effect, but not for dry runs.
@@ -171,6 +175,57 @@ func validatingWebhook(w *v1beta2.Watcher, in renderInput, caBundle []byte) admi
 		}}}
 	}
 	return hook
+}
+
+// agentClientConfig reaches the agent at path: by URL when it runs outside
+// the runtime, through its Service otherwise.
+func agentClientConfig(in renderInput, path string, caBundle []byte) admissionregistrationv1.WebhookClientConfig {
+	clientConfig := admissionregistrationv1.WebhookClientConfig{CABundle: caBundle}
+	if in.LocalURL != "" {
+		clientConfig.URL = ptr.To(strings.TrimSuffix(in.LocalURL, "/") + path)
+	} else {
+		clientConfig.Service = &admissionregistrationv1.ServiceReference{
+			Namespace: in.Namespace, Name: agentName, Path: &path, Port: ptr.To[int32](webhookPort),
+		}
+	}
+	return clientConfig
+}
+
+// ModuleResourcesWatcher is the watcher name of the built-in rules in
+// reports and agent paths.
+const ModuleResourcesWatcher = "module-resources"
+
+// Names of the built-in module-resource webhooks; "builtin" stands where a
+// Watcher's namespace would, so no Watcher's webhook can take the name.
+const (
+	moduleSpecHook   = ModuleResourcesWatcher + ".builtin.watcher.operator.kyma-project.io"
+	moduleStatusHook = "module-status.builtin.watcher.operator.kyma-project.io"
+)
+
+// moduleHooks are the built-in rules that make a module's resources
+// event-driven: any object the operator installed for one of this Kyma's
+// modules (all three ownership labels) is reported when its spec changes or
+// it is deleted (drift) and when its status changes (the manager becoming
+// Available, the module's CR reporting Ready). The listener requeues the
+// module's Manifest at once, so readiness and drift do not wait for a
+// periodic reconcile. Creates are left out: the operator itself creates
+// them, and learns nothing from hearing of it.
+func moduleHooks(in renderInput, caBundle []byte) []admissionregistrationv1.ValidatingWebhook {
+	objects := &metav1.LabelSelector{
+		MatchLabels: map[string]string{v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: in.Kyma.Name},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: v1beta2.ModuleNameLabel, Operator: metav1.LabelSelectorOpExists,
+		}},
+	}
+	all := admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}
+	status := all
+	status.Resources = []string{"*/status"}
+	return []admissionregistrationv1.ValidatingWebhook{
+		agentWebhook(in, moduleSpecHook, agentClientConfig(in, agent.ValidatePathFor(ModuleResourcesWatcher, v1beta2.SpecField), caBundle), all,
+			[]admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}, objects),
+		agentWebhook(in, moduleStatusHook, agentClientConfig(in, agent.ValidatePathFor(ModuleResourcesWatcher, v1beta2.StatusField), caBundle), status,
+			[]admissionregistrationv1.OperationType{admissionregistrationv1.Update}, objects),
+	}
 }
 
 // webhookName is the Watcher's webhook's name; it must be a fully qualified

@@ -108,6 +108,35 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name: "module resources",
+			in: renderInput{Kyma: kyma, Namespace: "kyma-system", Credentials: creds, LocalURL: "https://127.0.0.1:9443",
+				ModuleResources: true},
+			objects: local,
+			hooks:   []string{"module-resources.builtin.watcher.operator.kyma-project.io", "module-status.builtin.watcher.operator.kyma-project.io"},
+			check: func(g Gomega, hooks map[string]admissionregistrationv1.ValidatingWebhook) {
+				// The Kyma's own module resources only: all three ownership
+				// labels, whatever their kind.
+				for _, h := range hooks {
+					g.Expect(h.ObjectSelector.MatchLabels).To(Equal(map[string]string{
+						v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: kyma.Name,
+					}))
+					g.Expect(h.ObjectSelector.MatchExpressions).To(ConsistOf(metav1.LabelSelectorRequirement{
+						Key: v1beta2.ModuleNameLabel, Operator: metav1.LabelSelectorOpExists,
+					}))
+					g.Expect(h.Rules[0].APIGroups).To(Equal([]string{"*"}))
+					g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+				}
+				spec := hooks["module-resources.builtin.watcher.operator.kyma-project.io"]
+				g.Expect(spec.Rules[0].Resources).To(Equal([]string{"*"}))
+				g.Expect(spec.Rules[0].Operations).To(ConsistOf(admissionregistrationv1.Update, admissionregistrationv1.Delete))
+				g.Expect(*spec.ClientConfig.URL).To(Equal("https://127.0.0.1:9443/validate/module-resources/spec"))
+				status := hooks["module-status.builtin.watcher.operator.kyma-project.io"]
+				g.Expect(status.Rules[0].Resources).To(Equal([]string{"*/status"}))
+				g.Expect(status.Rules[0].Operations).To(ConsistOf(admissionregistrationv1.Update))
+				g.Expect(*status.ClientConfig.URL).To(Equal("https://127.0.0.1:9443/validate/module-resources/status"))
+			},
+		},
+		{
 			name:       "invalid Watchers only",
 			in:         renderInput{Kyma: kyma, Namespace: "kyma-system", Credentials: creds, Watchers: []v1beta2.Watcher{invalid}},
 			objects:    inCluster,

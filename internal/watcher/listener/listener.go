@@ -1,6 +1,6 @@
 // Package listener is the control plane's end of the runtime watcher: an
 // HTTPS endpoint that accepts reports from runtime agents over mutual TLS and
-// requeues the Kyma a report is for at once (SPEC R9), and, when the changed
+// requeues the Kyma a report is for at once (SPEC R9), or, when the changed
 // object is a module resource, that module's Manifest.
 //
 // Trust: a connection is accepted only with a client certificate issued by
@@ -59,9 +59,10 @@ type Options struct {
 	// Manifests finds the Manifest of a Kyma's module, and ManifestRequeue
 	// receives the Manifests to reconcile (the Manifest controller reads it
 	// through a source.Channel): a report about a module resource, one that
-	// carries the module label, requeues that module's Manifest too, so that
-	// drift in the runtime is corrected at once. Both nil leaves Manifests to
-	// their periodic reconcile.
+	// carries the module label, requeues that module's Manifest instead of
+	// the Kyma, so that drift in the runtime is corrected and readiness
+	// recorded at once. Both nil leaves Manifests to their periodic
+	// reconcile.
 	Manifests       ManifestLookup
 	ManifestRequeue chan<- event.TypedGenericEvent[*v1beta2.Manifest]
 	// Health records when each runtime was last heard from; may be nil.
@@ -267,16 +268,21 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 		l.log.Info("Refused a report", "reason", reason, "runtimeID", runtimeID, "kyma", rep.Kyma, "id", rep.ID)
 		return reply(w, http.StatusForbidden, reason)
 	}
-	requeue := make([]target, 0, len(targets)+1)
-	for _, kyma := range targets {
-		requeue = append(requeue, target{key: kyma})
-	}
+	requeue := make([]target, 0, len(targets))
 	if manifest, ok, err := l.manifestOf(r.Context(), rep, targets); err != nil {
 		metrics.ListenerRejected.WithLabelValues(ReasonLookup).Inc()
 		l.log.Error(err, "Looking up the Manifest of a module", "runtimeID", runtimeID, "kyma", rep.Kyma, "module", rep.Module)
 		return reply(w, http.StatusServiceUnavailable, "lookup failed")
 	} else if ok {
+		// A module resource concerns its Manifest alone; the Kyma hears of
+		// it from the Manifest's status. Requeueing the Kyma as well would
+		// spend a Kyma reconcile per report, and one still running when the
+		// Manifest turns Ready delays the Kyma's own reaction to it.
 		requeue = append(requeue, target{manifest: true, key: manifest})
+	} else {
+		for _, kyma := range targets {
+			requeue = append(requeue, target{key: kyma})
+		}
 	}
 	l.opts.Health.Seen(runtimeID, time.Now())
 
