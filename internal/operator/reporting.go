@@ -24,13 +24,17 @@ type watcherReporting struct {
 	health    *listener.Health
 	// watched tells whether a Kyma's runtime reports at all (not paused).
 	watched func(*v1beta2.Kyma) bool
+	// moduleResources is true when agents carry the built-in rules that
+	// report every change of a module's objects (internal/watcher/controller
+	// moduleHooks), whatever Watchers exist.
+	moduleResources bool
 }
 
 var _ manifest.Reporting = watcherReporting{}
 
 // Reports is true when the Kyma's agent was heard from within the silence
-// timeout, its reporting is not paused, and valid Watchers report changes
-// to every resource of the module's objects.
+// timeout, its reporting is not paused, and the built-in module rules or
+// valid Watchers report changes to every resource of the module's objects.
 func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects manifest.ModuleObjects) bool {
 	kyma := &v1beta2.Kyma{}
 	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: kymaName}, kyma); err != nil {
@@ -39,6 +43,9 @@ func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects 
 	id := kyma.Labels[v1beta2.RuntimeIDLabel]
 	if id == "" || !w.watched(kyma) || !w.health.Heard(id, time.Now()) {
 		return false
+	}
+	if w.moduleResources {
+		return inReportedNamespaces(kyma.Spec.SyncNamespace, objects)
 	}
 	watchers := &v1beta2.WatcherList{}
 	if err := w.reader.List(ctx, watchers, client.InNamespace(w.namespace)); err != nil {
@@ -56,21 +63,35 @@ func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects 
 // Kyma's own sync namespace the webhooks see only that namespace, so every
 // namespaced object must be in it, and no Namespace object is reported.
 func watchersReport(watchers []v1beta2.Watcher, kymaSyncNamespace string, objects manifest.ModuleObjects) bool {
+	if !inReportedNamespaces(kymaSyncNamespace, objects) {
+		return false
+	}
+	for _, res := range objects.Resources {
+		if !anyWatcherReports(watchers, res, objects.Labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// inReportedNamespaces tells whether an agent's webhooks can see every one
+// of the objects: with a Kyma's own sync namespace they see only that
+// namespace, so every namespaced object must be in it, and no Namespace
+// object is reported.
+func inReportedNamespaces(kymaSyncNamespace string, objects manifest.ModuleObjects) bool {
 	if len(objects.Resources) == 0 {
 		return false
 	}
-	if kymaSyncNamespace != "" {
-		for _, ns := range objects.Namespaces {
-			if ns != kymaSyncNamespace {
-				return false
-			}
+	if kymaSyncNamespace == "" {
+		return true
+	}
+	for _, ns := range objects.Namespaces {
+		if ns != kymaSyncNamespace {
+			return false
 		}
 	}
 	for _, res := range objects.Resources {
-		if kymaSyncNamespace != "" && res.Group == "" && res.Resource == "namespaces" {
-			return false
-		}
-		if !anyWatcherReports(watchers, res, objects.Labels) {
+		if res.Group == "" && res.Resource == "namespaces" {
 			return false
 		}
 	}

@@ -63,3 +63,31 @@ func TestWatchersReport(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltInModuleRulesReport: with the built-in module rules every module
+// object is reported, Watchers or not, within the namespaces the agent's
+// webhooks see.
+func TestBuiltInModuleRulesReport(t *testing.T) {
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	clusterRoles := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	tests := []struct {
+		name    string
+		syncNS  string
+		objects manifest.ModuleObjects
+		want    bool
+	}{
+		{"any kinds, the operator's sync namespace", "", manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps, clusterRoles, namespaces}, Namespaces: []string{"kyma-system", "other"}}, true},
+		{"the Kyma's own sync namespace: objects in it", "team-a", manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps, clusterRoles}, Namespaces: []string{"team-a"}}, true},
+		{"the Kyma's own sync namespace: objects outside it", "team-a", manifest.ModuleObjects{Resources: []schema.GroupVersionResource{configMaps}, Namespaces: []string{"other"}}, false},
+		{"the Kyma's own sync namespace: a Namespace object", "team-a", manifest.ModuleObjects{Resources: []schema.GroupVersionResource{namespaces}}, false},
+		{"no objects: nothing to report", "", manifest.ModuleObjects{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := inReportedNamespaces(tt.syncNS, tt.objects); got != tt.want {
+				t.Fatalf("inReportedNamespaces = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

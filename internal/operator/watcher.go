@@ -252,6 +252,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		Manifests: []source.Source{source.Channel(requeue.manifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
 		Reporting: watcherReporting{
 			reader: mgr.GetClient(), namespace: opts.Namespace, health: health, watched: watched,
+			moduleResources: !w.NoModuleResources,
 		},
 		ReportedReadyFactor: w.ReportedReadyFactor,
 	}, nil
