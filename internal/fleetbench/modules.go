@@ -140,16 +140,25 @@ func publishModules(ctx context.Context, c client.Client, registryHost, namespac
 				return fmt.Errorf("creating ModuleTemplate %s: %w", template.Name, err)
 			}
 		}
-		meta := &v1beta2.ModuleReleaseMeta{
-			ObjectMeta: metav1.ObjectMeta{Name: module, Namespace: namespace},
-			Spec: v1beta2.ModuleReleaseMetaSpec{
-				ModuleName: module,
-				Channels:   []v1beta2.ChannelVersionAssignment{{Channel: benchChannel, Version: installVersion}},
-			},
+		if err := createReleaseMeta(ctx, c, namespace, module); err != nil {
+			return err
 		}
-		if err := c.Create(ctx, meta); err != nil {
-			return fmt.Errorf("creating ModuleReleaseMeta %s: %w", meta.Name, err)
-		}
+	}
+	return nil
+}
+
+// createReleaseMeta puts a module's channel on the version the install
+// phase installs.
+func createReleaseMeta(ctx context.Context, c client.Client, namespace, module string) error {
+	meta := &v1beta2.ModuleReleaseMeta{
+		ObjectMeta: metav1.ObjectMeta{Name: module, Namespace: namespace},
+		Spec: v1beta2.ModuleReleaseMetaSpec{
+			ModuleName: module,
+			Channels:   []v1beta2.ChannelVersionAssignment{{Channel: benchChannel, Version: installVersion}},
+		},
+	}
+	if err := c.Create(ctx, meta); err != nil {
+		return fmt.Errorf("creating ModuleReleaseMeta %s: %w", meta.Name, err)
 	}
 	return nil
 }

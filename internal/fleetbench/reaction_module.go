@@ -134,17 +134,7 @@ func createReactionTemplate(ctx context.Context, c client.Client, namespace, mod
 	if err := c.Create(ctx, template); err != nil {
 		return fmt.Errorf("creating ModuleTemplate %s: %w", template.Name, err)
 	}
-	meta := &v1beta2.ModuleReleaseMeta{
-		ObjectMeta: metav1.ObjectMeta{Name: module, Namespace: namespace},
-		Spec: v1beta2.ModuleReleaseMetaSpec{
-			ModuleName: module,
-			Channels:   []v1beta2.ChannelVersionAssignment{{Channel: benchChannel, Version: installVersion}},
-		},
-	}
-	if err := c.Create(ctx, meta); err != nil {
-		return fmt.Errorf("creating ModuleReleaseMeta %s: %w", meta.Name, err)
-	}
-	return nil
+	return createReleaseMeta(ctx, c, namespace, module)
 }
 
 // standIn plays a module's own operator in a runtime that has no

@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -18,28 +14,16 @@ import (
 // writes counts the write requests (not dry-run) a runtime's API server has
 // served for a resource, from its own metrics.
 func (k *testKyma) writes(g Gomega, resource string) float64 {
-	cs, err := kubernetes.NewForConfig(k.runtime.cluster.Config())
-	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, m := range families["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+	return k.requests(g, func(labels map[string]string) bool {
 		if labels["resource"] != resource || labels["dry_run"] != "" || labels["subresource"] != "" {
-			continue
+			return false
 		}
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
-			total += m.GetCounter().GetValue()
+			return true
 		}
-	}
-	return total
+		return false
+	})
 }
 
 // TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange measures, with the
