@@ -38,8 +38,9 @@ type Result struct {
 
 // Applier applies to one runtime.
 type Applier struct {
-	manager *ssa.ResourceManager
-	client  client.Client
+	manager      *ssa.ResourceManager
+	client       client.Client
+	fieldManager string
 }
 
 // NewApplier returns an Applier for the runtime reached through c, applying
@@ -55,7 +56,7 @@ func NewApplierAs(c client.Client, mapper meta.RESTMapper, fieldManager string) 
 	poller := polling.NewStatusPoller(c, mapper, polling.Options{})
 	manager := ssa.NewResourceManager(c, poller, ssa.Owner{Field: fieldManager, Group: "operator.kyma-project.io"})
 	manager.SetConcurrency(4)
-	return &Applier{manager: manager, client: c}
+	return &Applier{manager: manager, client: c, fieldManager: fieldManager}
 }
 
 // Apply server-side applies objects: CRDs, ClusterRoles and Namespaces first

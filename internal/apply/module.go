@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,7 +56,7 @@ func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstr
 	var conflicts []Conflict
 	var result ModuleResult
 	toApply := make([]*unstructured.Unstructured, 0, len(objects))
-	var toAdopt []*unstructured.Unstructured
+	var toAdopt, staged, fresh []*unstructured.Unstructured
 	for i, obj := range objects {
 		switch claims[i] {
 		case ClaimConflict:
@@ -65,8 +66,17 @@ func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstr
 		case ClaimAdopt:
 			toAdopt = append(toAdopt, obj)
 			toApply = append(toApply, obj)
+			staged = append(staged, obj)
+		case ClaimCreate:
+			toApply = append(toApply, obj)
+			if createdDirectly(obj) {
+				fresh = append(fresh, obj)
+			} else {
+				staged = append(staged, obj)
+			}
 		default:
 			toApply = append(toApply, obj)
+			staged = append(staged, obj)
 		}
 	}
 	if len(conflicts) > 0 {
@@ -80,12 +90,51 @@ func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstr
 		}
 		result.Adopted = append(result.Adopted, describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()))
 	}
-	applied, err := a.Apply(ctx, toApply)
-	if err != nil {
+	if len(staged) > 0 {
+		applied, err := a.Apply(ctx, staged)
+		if err != nil {
+			return ModuleResult{}, err
+		}
+		result.Changed = applied.Changed
+	}
+	if err := a.create(ctx, fresh); err != nil {
 		return ModuleResult{}, err
 	}
-	result.Result = applied
+	result.Changed += len(fresh)
+	result.Inventory = InventoryOf(toApply)
 	return result, nil
+}
+
+// createdDirectly tells whether an object that the ownership lookup found
+// absent is created with a single apply request rather than through the
+// staged apply. The staged apply reads each object again and dry-runs it to
+// find what would change, which for an object that does not exist is all of
+// it: on a first install that tripled the requests to the runtime. Cluster
+// definitions (CRDs, Namespaces, ClusterRoles) and classes stay staged, as
+// other objects need them established before they can be applied.
+func createdDirectly(obj *unstructured.Unstructured) bool {
+	return !ssautils.IsClusterDefinition(obj) && !ssautils.IsClassDefinition(obj)
+}
+
+// create server-side applies objects that do not exist yet, after the
+// staged ones, so that anything they need is established. Should one have
+// been created meanwhile by someone else, the apply still takes it over, as
+// the staged apply would; the window is the few milliseconds since the
+// lookup.
+func (a *Applier) create(ctx context.Context, objects []*unstructured.Unstructured) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lookupConcurrency)
+	for _, obj := range objects {
+		g.Go(func() error {
+			applied := obj.DeepCopy()
+			err := a.client.Apply(gctx, client.ApplyConfigurationFromUnstructured(applied), client.ForceOwnership, client.FieldOwner(a.fieldManager))
+			if err != nil {
+				return fmt.Errorf("creating %s: %w", describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // claim decides, for each object, what the module may do with it. Only

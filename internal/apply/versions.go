@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,7 +118,7 @@ type Observed struct {
 	read, dryRun, written Versions
 }
 
-// Client wraps c so that its Get and Patch responses are recorded.
+// Client wraps c so that its Get, Patch and Apply responses are recorded.
 func (o *Observed) Client(c client.Client) client.Client {
 	return observingClient{Client: c, observed: o}
 }
@@ -145,6 +146,20 @@ func (c observingClient) Patch(ctx context.Context, obj client.Object, patch cli
 		c.observed.record(&c.observed.dryRun, obj)
 	} else {
 		c.observed.record(&c.observed.written, obj)
+	}
+	return nil
+}
+
+func (c observingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := c.Client.Apply(ctx, obj, opts...); err != nil {
+		return err
+	}
+	applyOpts := &client.ApplyOptions{}
+	applyOpts.ApplyOptions(opts)
+	// An apply configuration made from an unstructured object is that
+	// object, and holds the server's answer.
+	if written, ok := obj.(client.Object); ok && len(applyOpts.DryRun) == 0 {
+		c.observed.record(&c.observed.written, written)
 	}
 	return nil
 }

@@ -26,3 +26,23 @@ func EnsureNamespace(ctx context.Context, c client.Client, name string) error {
 	}
 	return nil
 }
+
+// knownNamespace is the namespace that EnsureSyncNamespace last found or
+// created in a runtime (see Recall).
+type knownNamespace string
+
+// EnsureSyncNamespace is EnsureNamespace for the one namespace every
+// reconcile of a runtime's modules needs: once it is known to exist, it is
+// not read again, which saves a request per reconcile. Should the runtime's
+// owner delete it, the next write into it fails; the caller then calls
+// cluster.Forget, and the reconcile after creates it again.
+func EnsureSyncNamespace(ctx context.Context, cluster *Cluster, name string) error {
+	if known, _ := Recall[knownNamespace](cluster); string(known) == name {
+		return nil
+	}
+	if err := EnsureNamespace(ctx, cluster.Client, name); err != nil {
+		return err
+	}
+	Remember(cluster, knownNamespace(name))
+	return nil
+}

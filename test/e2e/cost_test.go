@@ -65,3 +65,36 @@ func TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange(t *testing.T) {
 		g.Expect(k.writes(g, "moduletemplates")-before).To(Equal(1.0), "one new template, one write")
 	}, "3s", "500ms").Should(Succeed())
 }
+
+// configMapRequests matches the runtime API server's requests for
+// ConfigMaps with this verb, dry-run or not.
+func configMapRequests(verb string, dryRun bool) func(labels map[string]string) bool {
+	return func(labels map[string]string) bool {
+		return labels["resource"] == "configmaps" && labels["subresource"] == "" && labels["verb"] == verb &&
+			(labels["dry_run"] != "") == dryRun
+	}
+}
+
+// TestFirstInstallCreatesEachObjectWithOneApply adds a module whose two
+// ConfigMaps do not exist in the runtime: each is looked up once (it might
+// be someone else's) and created with one apply, neither read again nor
+// dry-run first.
+func TestFirstInstallCreatesEachObjectWithOneApply(t *testing.T) {
+	RegisterTestingT(t)
+	setChannel(t, samplemodules.Evolving, "cost", "1.0.0")
+	k := newKyma(t)
+	k.eventuallyReady(t)
+	applies, dryRuns, reads := k.requests(Default, configMapRequests("APPLY", false)),
+		k.requests(Default, configMapRequests("APPLY", true)), k.requests(Default, configMapRequests("GET", false))
+
+	evolving := module(samplemodules.Evolving)
+	evolving.Channel = "cost"
+	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules = append(kyma.Spec.Modules, evolving) })
+	Eventually(func(g Gomega) {
+		g.Expect(k.moduleStatus(g, samplemodules.Evolving).State).To(Equal(v1beta2.StateReady))
+	}, timeout, interval).Should(Succeed())
+
+	Expect(k.requests(Default, configMapRequests("APPLY", false))-applies).To(Equal(2.0), "one apply per ConfigMap")
+	Expect(k.requests(Default, configMapRequests("APPLY", true))-dryRuns).To(BeZero(), "no dry-run of an object that did not exist")
+	Expect(k.requests(Default, configMapRequests("GET", false))-reads).To(Equal(2.0), "one ownership lookup per ConfigMap")
+}

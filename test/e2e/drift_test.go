@@ -159,3 +159,32 @@ func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	Expect(k.requests(Default, configMapWrites)).To(BeNumerically(">", patches), "the new content was applied")
 }
+
+// TestDeletedSyncNamespaceComesBack has the runtime's owner delete the sync
+// namespace, with the module's objects and the runtime's Kyma in it. The
+// operator remembers that the namespace exists and does not read it on
+// every reconcile; the first write that fails makes it check afresh, so
+// the namespace, the module's objects and the runtime's Kyma come back.
+func TestDeletedSyncNamespaceComesBack(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	setChannel(t, samplemodules.Evolving, "nsdeleted", "1.0.0")
+	evolving := module(samplemodules.Evolving)
+	evolving.Channel = "nsdeleted"
+	k := newKyma(t, evolving)
+	k.eventuallyReady(t)
+	rc := k.runtime.client
+
+	deleted := &corev1.Namespace{}
+	Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, deleted)).To(Succeed())
+	Expect(rc.Delete(ctx, deleted)).To(Succeed())
+	Eventually(func(g Gomega) {
+		again := &corev1.Namespace{}
+		g.Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, again)).To(Succeed())
+		g.Expect(again.UID).NotTo(Equal(deleted.UID), "the namespace is a new one")
+		g.Expect(again.DeletionTimestamp).To(BeNil())
+		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-config")).To(Succeed())
+		g.Expect(k.inRuntime(&v1beta2.Kyma{}, v1beta2.DefaultRuntimeKymaName)).To(Succeed())
+	}, timeout, interval).Should(Succeed(), "the sync namespace, the module's objects and the runtime's Kyma are back")
+	k.eventuallyReady(t)
+}

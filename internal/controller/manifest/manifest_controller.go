@@ -121,7 +121,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	if r.unchanged(ctx, cluster, manifest) {
 		return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}
-	if err := remote.EnsureNamespace(ctx, cluster.Client, r.syncNamespace(manifest)); err != nil {
+	if err := remote.EnsureSyncNamespace(ctx, cluster, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return runtimeUnavailable(err)
 	}
@@ -136,7 +136,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects, observed); !ok {
 		return o
 	}
-	r.verify(ctx, cluster, manifest, observed.Verified(manifest.Status.Synced))
+	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
 	return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 }
 
@@ -173,6 +173,9 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 		return ownershipConflict(conflict, r.Intervals), false
 	}
 	if err != nil {
+		// What is remembered of the runtime may be what failed the apply
+		// (its sync namespace deleted): the next attempt checks afresh.
+		cluster.Forget()
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying the module's resources to the runtime", err), err), false
 	}

@@ -45,18 +45,14 @@ func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, man
 	return true
 }
 
-// verify remembers the Manifest's fingerprint after a full apply and prune
-// when the objects' versions read now are those at which the apply verified
-// them (apply.Observed: written by it, or dry-run against the version it
-// read): then nobody wrote to any of them since, and each is as the content
-// wants it. A module whose objects changed meanwhile (a workload's status
-// still settling) is remembered by a later full reconcile.
-func (r *Reconciler) verify(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, verified apply.Versions) {
-	after, err := apply.ReadVersions(ctx, cluster.Client, manifest.Status.Synced, r.owner(manifest))
-	if err != nil || !verified.Covers(manifest.Status.Synced, after) {
-		return
-	}
-	if f, ok := drift.Of(manifest, cluster.Identity(), after); ok {
+// verify remembers the Manifest's fingerprint after a full apply and prune,
+// from the versions at which the apply verified each object (apply.Observed:
+// written by it, or dry-run against the version it read). It reads nothing
+// back: should anyone have written to an object since (a workload's status
+// still settling), its version differs at the next check, which then runs
+// in full, as it would without a fingerprint.
+func (r *Reconciler) verify(cluster *remote.Cluster, manifest *v1beta2.Manifest, verified apply.Versions) {
+	if f, ok := drift.Of(manifest, cluster.Identity(), verified); ok {
 		r.verified.Remember(manifest.UID, f)
 	}
 }
