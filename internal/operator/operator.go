@@ -88,6 +88,9 @@ type Options struct {
 	// once, across controllers, so that a hanging runtime cannot hold every
 	// worker; zero means no cap.
 	MaxWorkersPerRuntime int
+	// KymaProgressInterval is how often, at most, a Kyma's status is
+	// written only to report that more of its modules became ready.
+	KymaProgressInterval time.Duration
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -111,6 +114,7 @@ func DefaultOptions() Options {
 		RuntimeRequestTimeout: 30 * time.Second,
 		ReconcileTimeout:      3 * time.Minute,
 		MaxWorkersPerRuntime:  4,
+		KymaProgressInterval:  kyma.DefaultProgressInterval,
 	}
 }
 
@@ -248,6 +252,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Pause:         paused,
 
 		ReconcileTimeout: opts.ReconcileTimeout,
+		ProgressInterval: opts.KymaProgressInterval,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,
 		MaxConcurrentReconciles: opts.KymaConcurrency,

@@ -47,6 +47,11 @@ type Phases[T client.Object] struct {
 	Announce func(obj T) (Outcome, bool)
 	// Reconcile brings the object to its desired state.
 	Reconcile func(ctx context.Context, obj T) Outcome
+	// Hold, when set and true, leaves the reconcile's outcome unrecorded
+	// and the status unwritten; the outcome's requeue still applies. A
+	// phase uses it for a status that can wait (a Kyma's progress while its
+	// modules install). Optional.
+	Hold func(obj T, o Outcome) bool
 	// Record writes an outcome into the object's status (see Record).
 	Record func(obj T, o Outcome)
 	// Status returns the object's status, to tell whether it changed.
@@ -127,7 +132,7 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 // patches the status. A conflict on the patch wins over o: the object is
 // looked at again with what changed.
 func (p Phases[T]) finish(ctx context.Context, c client.Client, base, obj T, o Outcome) Outcome {
-	if !o.Records() {
+	if !o.Records() || (p.Hold != nil && p.Hold(obj, o)) {
 		return o
 	}
 	p.Record(obj, o)

@@ -34,8 +34,9 @@ type knownNamespace string
 // EnsureSyncNamespace is EnsureNamespace for the one namespace every
 // reconcile of a runtime's modules needs: once it is known to exist, it is
 // not read again, which saves a request per reconcile. Should the runtime's
-// owner delete it, the next write into it fails; the caller then calls
-// cluster.Forget, and the reconcile after creates it again.
+// owner delete it, the next write into it fails with NotFound, on which
+// Runtimes.EvictOnError drops the memos, and the reconcile after creates it
+// again.
 func EnsureSyncNamespace(ctx context.Context, cluster *Cluster, name string) error {
 	if known, _ := Recall[knownNamespace](cluster); string(known) == name {
 		return nil

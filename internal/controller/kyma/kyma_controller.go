@@ -44,10 +44,15 @@ type Reconciler struct {
 	Pause pause.Policy
 	// ReconcileTimeout bounds one reconcile; zero means none.
 	ReconcileTimeout time.Duration
+	// ProgressInterval is how often, at most, a status that only reports
+	// that more modules became ready is written (kyma_progress.go); zero
+	// means DefaultProgressInterval.
+	ProgressInterval time.Duration
 
 	events      *reconciler.Events
 	catalog     *catalogSnapshot
 	ready       *readyClock
+	progress    *progressWrites
 	runtimeSide *runtimeSide
 }
 
@@ -64,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	metrics.KymaReconciles.Inc()
+	var held bool
 	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
 		Controller: "kyma",
 		Finalizer:  v1beta2.KymaFinalizer,
@@ -73,7 +79,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		OnPaused:   setPaused,
 		Delete:     r.finalize,
 		Announce:   announce,
-		Reconcile:  r.reconcile,
+		Reconcile: func(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
+			var o reconciler.Outcome
+			o, held = r.reconcile(ctx, kyma)
+			return o
+		},
+		Hold: func(*v1beta2.Kyma, reconciler.Outcome) bool { return held },
 		Record: func(kyma *v1beta2.Kyma, o reconciler.Outcome) {
 			recordOutcome(kyma, o)
 			updateMetrics(kyma)
@@ -90,8 +101,11 @@ func (r *Reconciler) gate(_ context.Context, kyma *v1beta2.Kyma) (func(), time.D
 }
 
 // reconcile brings the runtime side and the Manifests in step with the
-// Kyma and says how the Kyma is doing (outcomeOf).
-func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
+// Kyma and says how the Kyma is doing (outcomeOf). held says that the new
+// status only reports progress and waits (kyma_progress.go): neither the
+// Kyma's status nor its runtime mirror is written this time.
+func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o reconciler.Outcome, held bool) {
+	stored := kyma.Status.DeepCopy()
 	// The runtime side first: its module list is half of what to install.
 	// When the runtime cannot be read, the last list read stands in, and
 	// nothing is uninstalled because of the outage.
@@ -102,24 +116,28 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconcil
 	}
 	modules, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, runtimeErr == nil)
 	if err != nil {
-		return readFailed(err)
+		return readFailed(err), false
 	}
 	// Read Manifests again so that status reflects what was just written.
 	current, err := r.manifests(ctx, kyma)
 	if err != nil {
-		return readFailed(err)
+		return readFailed(err), false
 	}
 	setModuleStatuses(kyma, modules, current, r.ready)
 	kyma.Status.RuntimeModules = runtimeModules
-	o := outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
+	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 
 	if runtimeErr == nil && !recreate {
 		// The runtime's owner sees what is about to be recorded.
 		recorded := kyma.DeepCopy()
 		recordOutcome(recorded, o)
+		if r.progress.hold(kyma.UID, stored, &recorded.Status, o, time.Now()) {
+			updateMetrics(recorded)
+			return o, true
+		}
 		if err := mirrorStatus(ctx, rc, runtimeKyma, recorded); err != nil {
 			r.evictOnError(kyma, err)
-			return runtimeOutcome(kyma, fmt.Errorf("mirroring status to the runtime: %w", err))
+			return runtimeOutcome(kyma, fmt.Errorf("mirroring status to the runtime: %w", err)), false
 		}
 		// Recorded once: the skeleton records o again on this status and
 		// finds nothing to change, so a transition keeps the times the
@@ -129,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) reconcil
 		// idle runtime write.
 		kyma.Status = recorded.Status
 	}
-	return o
+	return o, false
 }
 
 // syncModules resolves the Kyma's modules (its own and those the runtime's
@@ -217,6 +235,7 @@ func (r *Reconciler) evictOnError(kyma *v1beta2.Kyma, err error) {
 // waits on nothing that a pause stops: the Manifest controller removes a
 // Manifest being deleted even when its Kyma is paused.
 func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
+	r.progress.forget(kyma.UID)
 	existing, err := r.manifests(ctx, kyma)
 	if err != nil {
 		return readFailed(err)

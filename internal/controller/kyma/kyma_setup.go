@@ -41,6 +41,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	r.events = reconciler.NewEvents(r.Recorder)
 	r.catalog = newCatalogSnapshot(mgr.GetClient(), opts.Namespace)
 	r.ready = newReadyClock()
+	if r.ProgressInterval <= 0 {
+		r.ProgressInterval = DefaultProgressInterval
+	}
+	r.progress = newProgressWrites(r.ProgressInterval)
 	r.runtimeSide = newRuntimeSide(mgr.GetClient())
 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, moduleIndex, indexModuleNames); err != nil {

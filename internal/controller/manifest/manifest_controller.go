@@ -173,9 +173,6 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 		return ownershipConflict(conflict, r.Intervals), false
 	}
 	if err != nil {
-		// What is remembered of the runtime may be what failed the apply
-		// (its sync namespace deleted): the next attempt checks afresh.
-		cluster.Forget()
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying the module's resources to the runtime", err), err), false
 	}
