@@ -61,13 +61,45 @@ func (v Versions) Digest(inventory []v1beta2.Resource) (string, bool) {
 	return string(h.Sum(nil)), true
 }
 
+// A Lister lists the metadata of objects of one kind in one namespace: at
+// least every object that carries the ownership labels selector names
+// (managed-by and the Kyma's name, and the module's name unless the lister
+// serves every module of the Kyma). ReadVersions skips objects that are not
+// the module's.
+type Lister func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]metav1.PartialObjectMetadata, error)
+
+// ModuleLister lists, through c, exactly the module's objects.
+func ModuleLister(c client.Reader, owner Owner) Lister {
+	return listerOf(c, client.MatchingLabels{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: owner.Kyma, v1beta2.ModuleNameLabel: owner.Module,
+	})
+}
+
+// KymaLister lists, through c, the objects of every module of the Kyma, for
+// a listing that the Kyma's modules share (internal/drift.Listings).
+func KymaLister(c client.Reader, kyma string) Lister {
+	return listerOf(c, client.MatchingLabels{v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: kyma})
+}
+
+func listerOf(c client.Reader, selector client.MatchingLabels) Lister {
+	return func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]metav1.PartialObjectMetadata, error) {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := c.List(ctx, list, selector, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+}
+
 // ReadVersions reads the Versions of the inventory's objects cheaply: one
-// metadata-only List per kind and namespace, selected by the module's
-// ownership labels, instead of a read (and a dry-run apply) per object. A
-// module of twenty objects in a few kinds costs a few requests, and the
-// response carries metadata only. Objects listed that are not in the
-// inventory (the module's default custom resource) are ignored.
-func ReadVersions(ctx context.Context, c client.Reader, inventory []v1beta2.Resource, owner Owner) (Versions, error) {
+// metadata-only List per kind and namespace, instead of a read (and a
+// dry-run apply) per object. A module of twenty objects in a few kinds
+// costs a few requests, and the response carries metadata only; a lister
+// shared by a Kyma's modules costs less still. Objects listed that are not
+// in the inventory (the module's default custom resource) or not the
+// module's are ignored.
+func ReadVersions(ctx context.Context, list Lister, inventory []v1beta2.Resource, owner Owner) (Versions, error) {
 	type scope struct {
 		gvk       schema.GroupVersionKind
 		namespace string
@@ -83,24 +115,19 @@ func ReadVersions(ctx context.Context, c client.Reader, inventory []v1beta2.Reso
 			scopes = append(scopes, s)
 		}
 	}
-	selector := client.MatchingLabels{
-		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: owner.Kyma, v1beta2.ModuleNameLabel: owner.Module,
-	}
 	versions := make(Versions, len(inventory))
 	for _, s := range scopes {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
-		err := c.List(ctx, list, selector, client.InNamespace(s.namespace))
+		items, err := list(ctx, s.gvk, s.namespace)
 		if meta.IsNoMatchError(err) {
 			continue // the kind is gone, and with it the objects
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing %s of the module: %w", s.gvk.Kind, err)
 		}
-		for i := range list.Items {
-			item := &list.Items[i]
+		for i := range items {
+			item := &items[i]
 			k := s.gvk.Group + "/" + s.gvk.Kind + "/" + item.Namespace + "/" + item.Name
-			if wanted[k] {
+			if wanted[k] && owner.Owns(item.Labels) {
 				versions[k] = Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
 			}
 		}

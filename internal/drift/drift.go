@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -36,6 +37,10 @@ type Fingerprint struct {
 	Inventory string
 	// Versions digests the inventory's objects at the verified Versions.
 	Versions string
+	// At is when the fingerprint was taken, after every write of the apply
+	// it describes: a listing taken later shows whatever was written to the
+	// objects since (Listings).
+	At time.Time
 }
 
 // Of is the fingerprint of manifest as applied to runtime, with its objects
@@ -51,6 +56,7 @@ func Of(manifest *v1beta2.Manifest, runtime remote.Identity, versions apply.Vers
 		Meta:       metaDigest(manifest),
 		Inventory:  inventoryDigest(manifest.Status.Synced),
 		Versions:   digest,
+		At:         time.Now(),
 	}, true
 }
 

@@ -278,7 +278,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
 		MaxBackoff:              opts.MaxBackoff,
-		Sources:                 watcherSources.Manifests,
+		Reports:                 watcherSources.Manifests,
 	}); err != nil {
 		return fmt.Errorf("setting up the Manifest controller: %w", err)
 	}

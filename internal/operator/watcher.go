@@ -204,7 +204,9 @@ func (o WatcherOptions) listenerPort() int {
 // of reported changes: the Kymas whose runtime reported, and the Manifests
 // whose module resources changed there.
 type watcherSources struct {
-	Kymas, Manifests []source.Source
+	Kymas []source.Source
+	// Manifests carries the Manifests whose module resources changed.
+	Manifests <-chan event.TypedGenericEvent[*v1beta2.Manifest]
 	// Reporting tells the Manifest controller whether a module's objects
 	// are reported; a Ready Manifest whose are is checked every
 	// ReportedReadyFactor Ready intervals.
@@ -249,7 +251,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	}
 	return watcherSources{
 		Kymas:     []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
-		Manifests: []source.Source{source.Channel(requeue.manifests, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{})},
+		Manifests: requeue.manifests,
 		Reporting: watcherReporting{
 			reader: mgr.GetClient(), namespace: opts.Namespace, health: health, watched: watched,
 			moduleResources: !w.NoModuleResources,

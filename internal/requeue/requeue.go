@@ -4,6 +4,7 @@
 package requeue
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 
@@ -60,4 +61,24 @@ func Jitter(d time.Duration, factor float64) time.Duration {
 		return d
 	}
 	return d + time.Duration(rand.Float64()*factor*float64(d)) //nolint:gosec // jitter needs no cryptographic randomness
+}
+
+// Aligned returns how long from now until the next check of a group of
+// objects (a Kyma's Manifests) that is checked every interval, at a phase
+// of its own: the checks of one group fall on the same moments, so that
+// they can share their reads (internal/drift.Listings), while the phases of
+// different groups spread the fleet's checks over the interval as jitter
+// does. The wait is at least half an interval and less than one and a half;
+// a group checked at each of its moments waits exactly one interval.
+func Aligned(interval time.Duration, group string, now time.Time) time.Duration {
+	if interval <= 0 {
+		return interval
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(group))
+	phase := int64(h.Sum64() % uint64(interval))
+	earliest := now.Add(interval / 2).UnixNano()
+	// The first moment phase + k*interval at or after earliest.
+	k := (earliest - phase + int64(interval) - 1) / int64(interval)
+	return time.Unix(0, phase+k*int64(interval)).Sub(now)
 }

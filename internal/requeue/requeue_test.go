@@ -43,3 +43,33 @@ func TestJitterZeroFactorIsExact(t *testing.T) {
 		t.Fatalf("Jitter(1m, 0) = %s", got)
 	}
 }
+
+func TestAlignedPutsAGroupOnItsOwnMoments(t *testing.T) {
+	const interval = 5 * time.Minute
+	start := time.Unix(1_700_000_000, 123)
+	moment := func(group string, now time.Time) time.Time { return now.Add(requeue.Aligned(interval, group, now)) }
+	for i := range 50 {
+		now := start.Add(time.Duration(i) * 7 * time.Second)
+		wait := requeue.Aligned(interval, "kyma-a", now)
+		if wait < interval/2 || wait >= interval*3/2 {
+			t.Fatalf("Aligned at +%v = %v, want in [%v, %v)", now.Sub(start), wait, interval/2, interval*3/2)
+		}
+	}
+	// Manifests of one Kyma that finished seconds apart are next checked
+	// at the same moment; a check at that moment waits one interval.
+	first := moment("kyma-a", start)
+	if other := moment("kyma-a", start.Add(3*time.Second)); !other.Equal(first) && !other.Equal(first.Add(interval)) {
+		t.Errorf("checks 3s apart are due at %v and %v; want the same moment", first, other)
+	}
+	if next := moment("kyma-a", first); !next.Equal(first.Add(interval)) {
+		t.Errorf("a check at its moment is due again after %v, want %v", next.Sub(first), interval)
+	}
+	// Different Kymas spread over the interval.
+	phases := map[time.Duration]bool{}
+	for _, group := range []string{"kyma-a", "kyma-b", "kyma-c", "kyma-d"} {
+		phases[time.Duration(moment(group, start).UnixNano()%int64(interval))] = true
+	}
+	if len(phases) < 4 {
+		t.Errorf("four Kymas share %d phases, want 4", len(phases))
+	}
+}

@@ -59,8 +59,10 @@ type Reconciler struct {
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
 	// verified is what the last full reconcile of each Manifest found in
-	// its runtime (manifest_drift.go).
+	// its runtime, and listings the reads its Kyma's checks share
+	// (manifest_drift.go).
 	verified drift.Memory
+	listings *drift.Listings
 }
 
 // Reconcile runs the one skeleton (internal/reconciler) on the Manifest.
@@ -119,7 +121,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	if r.unchanged(ctx, cluster, manifest) {
-		return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+		return r.readyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}
 	if err := remote.EnsureSyncNamespace(ctx, cluster, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
@@ -137,7 +139,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
-	return r.reportedReadyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+	return r.readyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 }
 
 // moduleState makes sure the module's default custom resource exists and

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"context"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -17,12 +18,19 @@ import (
 // operator's CPU. So a full reconcile that found nothing to change
 // remembers a drift.Fingerprint, and the next reconcile of the same
 // Manifest (same generation, labels, annotations, inventory, runtime)
-// first reads its objects' versions cheaply (apply.ReadVersions): when every
+// first reads its objects' versions cheaply (apply.ReadVersions, from one
+// List per kind and namespace shared by the Kyma's Manifests, whose checks
+// fall on the same moments: drift.Listings, requeue.Aligned): when every
 // one is as verified, nothing was written to any of them since, so the
 // render, apply and prune are skipped and only the default custom resource
 // and readiness are looked at. Anything else — a changed, deleted or
 // recreated object, removed labels, a new generation, an operator restart,
 // another runtime behind the Kyma — is a full reconcile.
+
+// listingTTL is how long a List of a Kyma's objects answers the checks of
+// its other Manifests (drift.Listings): they are due at the same moment,
+// and a runtime's worker slots let them through within seconds.
+const listingTTL = 30 * time.Second
 
 // unchanged reports whether the Manifest's objects are as the last full
 // reconcile verified them. A failed read is not an answer: the full
@@ -32,7 +40,9 @@ func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, man
 	if !ok || !verified.Describes(manifest, cluster.Identity()) {
 		return false
 	}
-	live, err := apply.ReadVersions(ctx, cluster.Client, manifest.Status.Synced, r.owner(manifest))
+	kyma := kymaName(manifest)
+	list := r.listings.Lister(apply.KymaLister(cluster.Client, kyma), cluster.Identity(), kyma, verified.At)
+	live, err := apply.ReadVersions(ctx, list, manifest.Status.Synced, r.owner(manifest))
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Reading the module's object versions failed; checking in full", "error", err.Error())
 		return false

@@ -30,19 +30,24 @@ type Reporting interface {
 	Reports(ctx context.Context, kymaName string, objects ModuleObjects) bool
 }
 
-// reportedReadyAfter stretches a Ready outcome's requeue to
-// ReportedReadyFactor Ready intervals while the watcher reports every
-// change to the module's objects. The periodic check stays, rarer, for
-// what the agent does not report (label-only changes) or loses.
-func (r *Reconciler) reportedReadyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
-	if o.Kind != reconciler.KindReady || r.Reporting == nil || r.ReportedReadyFactor <= 1 {
+// readyAfter sets when a Ready Manifest is checked again: every Ready
+// interval, or every ReportedReadyFactor Ready intervals while the watcher
+// reports every change to the module's objects (the periodic check stays,
+// rarer, for what the agent does not report, label-only changes, or
+// loses). The checks of a Kyma's Manifests fall on the same moments
+// (requeue.Aligned), so that they share their reads (manifest_drift.go).
+func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
+	if o.Kind != reconciler.KindReady || r.Intervals.Ready <= 0 {
 		return o
 	}
-	objects, ok := moduleObjects(cluster, manifest, r.owner(manifest).Module)
-	if !ok || !r.Reporting.Reports(ctx, kymaName(manifest), objects) {
-		return o
+	interval := r.Intervals.Ready
+	if r.Reporting != nil && r.ReportedReadyFactor > 1 {
+		objects, ok := moduleObjects(cluster, manifest, r.owner(manifest).Module)
+		if ok && r.Reporting.Reports(ctx, kymaName(manifest), objects) {
+			interval *= time.Duration(r.ReportedReadyFactor)
+		}
 	}
-	o.After = requeue.Jitter(time.Duration(r.ReportedReadyFactor)*r.Intervals.Ready, r.Intervals.Jitter)
+	o.After = requeue.Aligned(interval, kymaName(manifest), time.Now())
 	return o
 }
 

@@ -9,12 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -25,15 +27,17 @@ type SetupOptions struct {
 	MaxConcurrentReconciles int
 	// BaseBackoff and MaxBackoff bound the retry delay after an error.
 	BaseBackoff, MaxBackoff time.Duration
-	// Sources are further event sources, such as the runtime watcher's
-	// channel of Manifests whose module resources changed in a runtime.
-	Sources []source.Source
+	// Reports carries the Manifests whose module resources changed in a
+	// runtime, as the runtime watcher reported them; nil when the watcher
+	// is off.
+	Reports <-chan event.TypedGenericEvent[*v1beta2.Manifest]
 }
 
 // SetupWithManager registers the controller. Only spec, label, annotation
 // and deletion changes start a reconcile: our own status writes do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
 	r.events = reconciler.NewEvents(r.Recorder)
+	r.listings = drift.NewListings(listingTTL)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("manifest").
 		For(&v1beta2.Manifest{}, builder.WithPredicates(predicate.Or(
@@ -46,8 +50,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 		// corrected without waiting for the next interval.
 		Watches(&v1beta2.Kyma{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfKyma),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))
-	for _, src := range opts.Sources {
-		b = b.WatchesRawSource(src)
+	if opts.Reports != nil {
+		b = b.WatchesRawSource(source.Channel(opts.Reports, r.reported()))
 	}
 	return b.
 		WithOptions(controller.Options{
@@ -72,4 +76,21 @@ func (r *Reconciler) manifestsOfKyma(ctx context.Context, obj client.Object) []r
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
+}
+
+// reported enqueues a Manifest whose module resources a runtime reported
+// changed. The Kyma's shared listings may have been taken before the change:
+// they are dropped first, so that the check it starts reads afresh.
+func (r *Reconciler) reported() handler.TypedEventHandler[*v1beta2.Manifest, reconcile.Request] {
+	return handler.TypedFuncs[*v1beta2.Manifest, reconcile.Request]{
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[*v1beta2.Manifest], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			key := client.ObjectKeyFromObject(e.Object)
+			// The report names the Manifest only; its Kyma is in its labels.
+			m := &v1beta2.Manifest{}
+			if err := r.Get(ctx, key, m); err == nil {
+				r.listings.Forget(kymaName(m))
+			}
+			q.Add(reconcile.Request{NamespacedName: key})
+		},
+	}
 }
