@@ -199,6 +199,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Selector) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:                  scheme,
+		MapperProvider:          newControlPlaneMapper,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthProbeAddr,
 		LeaderElection:          opts.LeaderElection,

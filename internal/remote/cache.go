@@ -190,7 +190,8 @@ func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, er
 	if c.opts.Indexed {
 		byKyma = index.OfKyma(kymaName)
 	}
-	list, err := c.list(ctx, c.reader, byKyma)
+	// Read on every reconcile and never changed: no copy of the Secret.
+	list, err := c.list(ctx, c.reader, byKyma, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +212,9 @@ func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, er
 	}
 }
 
-func (c *Cache) list(ctx context.Context, reader client.Reader, byKyma client.ListOption) ([]corev1.Secret, error) {
+func (c *Cache) list(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]corev1.Secret, error) {
 	list := &corev1.SecretList{}
-	if err := reader.List(ctx, list, client.InNamespace(c.opts.Namespace), byKyma); err != nil {
+	if err := reader.List(ctx, list, append(opts, client.InNamespace(c.opts.Namespace))...); err != nil {
 		return nil, fmt.Errorf("listing kubeconfig Secrets: %w", err)
 	}
 	return list.Items, nil

@@ -82,3 +82,16 @@ func Aligned(interval time.Duration, group string, now time.Time) time.Duration 
 	k := (earliest - phase + int64(interval) - 1) / int64(interval)
 	return time.Unix(0, phase+k*int64(interval)).Sub(now)
 }
+
+// Spread is a fixed offset in [0, width) for one member of a group (a
+// Manifest of a Kyma), from a hash of its name: added to Aligned, it keeps a
+// group's checks within width of each other, but not all at the same
+// instant, where they would compete for the runtime's worker slots.
+func Spread(member string, width time.Duration) time.Duration {
+	if width <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(member))
+	return time.Duration(h.Sum64() % uint64(width))
+}

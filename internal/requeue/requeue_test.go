@@ -73,3 +73,20 @@ func TestAlignedPutsAGroupOnItsOwnMoments(t *testing.T) {
 		t.Errorf("four Kymas share %d phases, want 4", len(phases))
 	}
 }
+
+func TestSpreadIsAStableOffsetWithinItsWidth(t *testing.T) {
+	offsets := map[time.Duration]bool{}
+	for _, member := range []string{"k-alpha", "k-bravo", "k-charlie", "k-delta", "k-echo"} {
+		d := requeue.Spread(member, 5*time.Second)
+		if d < 0 || d >= 5*time.Second {
+			t.Fatalf("Spread(%s) = %v, want in [0, 5s)", member, d)
+		}
+		if requeue.Spread(member, 5*time.Second) != d {
+			t.Fatalf("Spread(%s) is not stable", member)
+		}
+		offsets[d] = true
+	}
+	if len(offsets) < 5 {
+		t.Errorf("five members share %d offsets, want 5", len(offsets))
+	}
+}

@@ -46,24 +46,29 @@ type appliedCRDs string
 // syncCRDs applies the control plane's versions of RuntimeCRDs to the
 // runtime when they changed since the last time.
 func (s *runtimeSide) syncCRDs(ctx context.Context, cluster *remote.Cluster) error {
-	objects := make([]*unstructured.Unstructured, 0, len(RuntimeCRDs))
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(RuntimeCRDs))
 	revisions := make([]string, 0, len(RuntimeCRDs))
 	for _, name := range RuntimeCRDs {
+		// Read only; the CRDs are large, and this runs on every reconcile.
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := s.kcp.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if err := s.kcp.Get(ctx, client.ObjectKey{Name: name}, crd, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("reading CRD %s in the control plane: %w", name, err)
 		}
 		revisions = append(revisions, crd.Name+"@"+crd.ResourceVersion)
+		crds = append(crds, crd)
+	}
+	revision := appliedCRDs(strings.Join(revisions, ","))
+	if applied, _ := remote.Recall[appliedCRDs](cluster); applied == revision {
+		return nil
+	}
+
+	objects := make([]*unstructured.Unstructured, 0, len(crds))
+	for _, crd := range crds {
 		obj, err := runtimeCRD(crd)
 		if err != nil {
 			return err
 		}
 		objects = append(objects, obj)
-	}
-	revision := appliedCRDs(strings.Join(revisions, ","))
-
-	if applied, _ := remote.Recall[appliedCRDs](cluster); applied == revision {
-		return nil
 	}
 	if _, err := cluster.Applier().Apply(ctx, objects); err != nil {
 		return fmt.Errorf("applying CRDs to the runtime: %w", err)

@@ -77,8 +77,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	metrics.ManifestReconciles.Inc()
 
+	// The Kyma is only read (its pause), so the cache's own copy will do.
 	kyma := &v1beta2.Kyma{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: manifest.Namespace, Name: kymaName(manifest)}, kyma)
+	err := r.Get(ctx, client.ObjectKey{Namespace: manifest.Namespace, Name: kymaName(manifest)}, kyma, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
 		if manifest.DeletionTimestamp.IsZero() {

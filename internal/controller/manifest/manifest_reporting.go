@@ -34,8 +34,9 @@ type Reporting interface {
 // interval, or every ReportedReadyFactor Ready intervals while the watcher
 // reports every change to the module's objects (the periodic check stays,
 // rarer, for what the agent does not report, label-only changes, or
-// loses). The checks of a Kyma's Manifests fall on the same moments
-// (requeue.Aligned), so that they share their reads (manifest_drift.go).
+// loses). The checks of a Kyma's Manifests fall within seconds of the same
+// moments (requeue.Aligned, Spread), so that they share their reads
+// (manifest_drift.go).
 func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
 	if o.Kind != reconciler.KindReady || r.Intervals.Ready <= 0 {
 		return o
@@ -47,9 +48,14 @@ func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, ma
 			interval *= time.Duration(r.ReportedReadyFactor)
 		}
 	}
-	o.After = requeue.Aligned(interval, kymaName(manifest), time.Now())
+	o.After = requeue.Aligned(interval, kymaName(manifest), time.Now()) + requeue.Spread(manifest.Name, checkSpread)
 	return o
 }
+
+// checkSpread is how far apart, at most, the checks of one Kyma's Manifests
+// are: close enough to share a listing (listingTTL), far enough apart that
+// a few at a time take the runtime's worker slots.
+const checkSpread = 5 * time.Second
 
 // moduleObjects describes the Manifest's inventory for the watcher; false
 // when a kind cannot be mapped to its resource.
