@@ -152,13 +152,6 @@ func (l *Listings) Forget(kyma string) {
 	}
 }
 
-// Len is how many listings are held.
-func (l *Listings) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
-}
-
 // compact keeps of each object what ReadVersions reads: its name, uid,
 // resourceVersion and ownership labels, not its managed fields and
 // annotations.

@@ -74,9 +74,7 @@ func Aligned(interval time.Duration, group string, now time.Time) time.Duration 
 	if interval <= 0 {
 		return interval
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(group))
-	phase := int64(h.Sum64() % uint64(interval))
+	phase := int64(hashOf(group) % uint64(interval))
 	earliest := now.Add(interval / 2).UnixNano()
 	// The first moment phase + k*interval at or after earliest.
 	k := (earliest - phase + int64(interval) - 1) / int64(interval)
@@ -91,7 +89,11 @@ func Spread(member string, width time.Duration) time.Duration {
 	if width <= 0 {
 		return 0
 	}
+	return time.Duration(hashOf(member) % uint64(width))
+}
+
+func hashOf(s string) uint64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(member))
-	return time.Duration(h.Sum64() % uint64(width))
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
 }

@@ -87,7 +87,7 @@ func (r *Reconciler) reported() handler.TypedEventHandler[*v1beta2.Manifest, rec
 			key := client.ObjectKeyFromObject(e.Object)
 			// The report names the Manifest only; its Kyma is in its labels.
 			m := &v1beta2.Manifest{}
-			if err := r.Get(ctx, key, m); err == nil {
+			if err := r.Get(ctx, key, m, client.UnsafeDisableDeepCopy); err == nil {
 				r.listings.Forget(kymaName(m))
 			}
 			q.Add(reconcile.Request{NamespacedName: key})
