@@ -61,6 +61,7 @@ func run() int {
 	flag.BoolVar(&operatorLg, "operator-log", false, "Show the operator's logs on stderr.")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "Write a CPU profile of the whole run (the operator and the benchmark's client) to this file.")
 	flag.Float64Var(&maxRSSGiB, "max-rss-gib", maxRSSGiB, "Stop the run when the operator and the API servers hold more memory than this (GiB); 0 disables. The default is 60% of the machine's memory.")
+	flag.StringVar(&opts.IdleCPUProfile, "idle-cpuprofile", "", "Write a CPU profile of the idle measurement only to this file (not with --cpuprofile).")
 	flag.StringVar(&opts.HeapProfile, "heapprofile", "", "Write a heap profile, taken when the install ends, to this file.")
 	reaction := fleetbench.DefaultReactionOptions()
 	reaction.Repetitions = 0
@@ -85,6 +86,10 @@ func run() int {
 
 	if reaction.Repetitions > 0 {
 		return runReaction(ctx, reaction, out)
+	}
+	if cpuProfile != "" && opts.IdleCPUProfile != "" {
+		fmt.Fprintln(os.Stderr, "fleet-bench: --cpuprofile and --idle-cpuprofile cannot be combined: Go keeps one CPU profile at a time")
+		return 2
 	}
 	if cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cpuProfile)

@@ -105,6 +105,10 @@ type Options struct {
 	// operator, mostly) taken when the install ends, converged or not: the
 	// operator's memory is largest then.
 	HeapProfile string
+	// IdleCPUProfile, when set, receives a CPU profile of this process taken
+	// over the idle measurement only. It cannot be combined with a profile
+	// of the whole run (Go keeps one CPU profile at a time).
+	IdleCPUProfile string
 }
 
 // DefaultOptions are 50 Kymas × 5 modules on 2 runtime API servers, with
@@ -469,6 +473,7 @@ type snapshot struct {
 	procs              map[string]ProcessSample
 	kymaReconciles     float64
 	manifestReconciles float64
+	manifestChecks     float64
 	benchWrites        int64
 }
 
@@ -481,6 +486,7 @@ func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
 	s.cpu, _ = selfCPU()
 	s.kymaReconciles = counterValue(metrics.KymaReconciles)
 	s.manifestReconciles = counterValue(metrics.ManifestReconciles)
+	s.manifestChecks = manifestChecks()
 	s.benchWrites = b.benchWrites.Load()
 	var err error
 	if s.kcp, err = b.kcpCounter.read(ctx); err != nil {
@@ -505,6 +511,7 @@ func (b *bench) lightSnapshot(prev snapshot) snapshot {
 	s.cpu, _ = selfCPU()
 	s.kymaReconciles = counterValue(metrics.KymaReconciles)
 	s.manifestReconciles = counterValue(metrics.ManifestReconciles)
+	s.manifestChecks = manifestChecks()
 	return s
 }
 
@@ -619,7 +626,18 @@ func (b *bench) measureIdle(ctx context.Context) (*Idle, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The snapshot parsed the API servers' metrics in this process; that is
+	// the benchmark's CPU, not the operator's, so the measurement starts
+	// after it (and the closing snapshot reads the CPU before its parsing).
+	before.cpu, _ = selfCPU()
 	fmt.Fprintf(b.opts.Progress, "idle: queues drained after %.1fs; measuring %s\n", settled.Seconds(), b.opts.Idle)
+	if b.opts.IdleCPUProfile != "" {
+		stopProfile, err := startCPUProfile(b.opts.IdleCPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+	}
 	timer := time.NewTimer(b.opts.Idle)
 	defer timer.Stop()
 	var waitErr error
@@ -642,6 +660,7 @@ func (b *bench) measureIdle(ctx context.Context) (*Idle, error) {
 		Runtimes:           after.runtimes.Sub(before.runtimes),
 		KymaReconciles:     after.kymaReconciles - before.kymaReconciles,
 		ManifestReconciles: after.manifestReconciles - before.manifestReconciles,
+		ManifestChecks:     after.manifestChecks - before.manifestChecks,
 		ProcessCPUSeconds:  cpuDelta(before.procs, after.procs),
 	}
 	idle.OperatorCPUShare = idle.OperatorCPUSeconds / secs
@@ -649,6 +668,23 @@ func (b *bench) measureIdle(ctx context.Context) (*Idle, error) {
 		return idle, fmt.Errorf("idle measurement cut short: %w", waitErr)
 	}
 	return idle, nil
+}
+
+// startCPUProfile profiles this process's CPU into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func (b *bench) setPhase(name string) {
@@ -819,6 +855,13 @@ func counterValue(c prometheus.Counter) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// manifestChecks is how many periodic Manifest checks ran without a
+// reconcile, whatever they found.
+func manifestChecks() float64 {
+	return counterValue(metrics.ManifestChecks.WithLabelValues(metrics.CheckUnchanged)) +
+		counterValue(metrics.ManifestChecks.WithLabelValues(metrics.CheckReconcile))
 }
 
 // machineInfo describes the machine from /proc; what cannot be read is left

@@ -130,14 +130,17 @@ type Idle struct {
 	Seconds float64 `json:"seconds"`
 	// SettleSeconds is how long the operator's queues took to drain after
 	// the last phase; the measurement starts after it.
-	SettleSeconds      float64            `json:"settleSeconds"`
-	OperatorCPUSeconds float64            `json:"operatorCpuSeconds"`
-	OperatorCPUShare   float64            `json:"operatorCpuShare"`
-	KCP                Requests           `json:"kcp"`
-	Runtimes           Requests           `json:"runtimes"`
-	KymaReconciles     float64            `json:"kymaReconciles"`
-	ManifestReconciles float64            `json:"manifestReconciles"`
-	ProcessCPUSeconds  map[string]float64 `json:"processCpuSeconds,omitempty"`
+	SettleSeconds      float64  `json:"settleSeconds"`
+	OperatorCPUSeconds float64  `json:"operatorCpuSeconds"`
+	OperatorCPUShare   float64  `json:"operatorCpuShare"`
+	KCP                Requests `json:"kcp"`
+	Runtimes           Requests `json:"runtimes"`
+	KymaReconciles     float64  `json:"kymaReconciles"`
+	ManifestReconciles float64  `json:"manifestReconciles"`
+	// ManifestChecks are the periodic checks of Ready Manifests made
+	// without a reconcile.
+	ManifestChecks    float64            `json:"manifestChecks"`
+	ProcessCPUSeconds map[string]float64 `json:"processCpuSeconds,omitempty"`
 }
 
 // Memory is the operator's (the benchmark process's) memory.
@@ -314,8 +317,8 @@ func (r *Report) Print(w io.Writer) {
 			r.Upgrade.StaleReadyKymas, r.Upgrade.Version)
 	}
 	if i := r.Idle; i != nil {
-		fmt.Fprintf(w, "idle %.0fs after convergence (queues drained %.1fs after it): operator CPU %.2fs (%.2f%% of one core), %.0f Kyma and %.0f Manifest reconciles, writes KCP %.0f / runtimes %.0f, dry-runs %.0f\n",
-			i.Seconds, i.SettleSeconds, i.OperatorCPUSeconds, 100*i.OperatorCPUShare, i.KymaReconciles, i.ManifestReconciles,
+		fmt.Fprintf(w, "idle %.0fs after convergence (queues drained %.1fs after it): operator CPU %.2fs (%.2f%% of one core), %.0f Kyma and %.0f Manifest reconciles, %.0f Manifest checks, writes KCP %.0f / runtimes %.0f, dry-runs %.0f\n",
+			i.Seconds, i.SettleSeconds, i.OperatorCPUSeconds, 100*i.OperatorCPUShare, i.KymaReconciles, i.ManifestReconciles, i.ManifestChecks,
 			i.KCP.Writes, i.Runtimes.Writes, i.KCP.DryRuns+i.Runtimes.DryRuns)
 	}
 	fmt.Fprintf(w, "operator memory: peak Go heap in use %s, peak Go runtime %s, max RSS %s\n",

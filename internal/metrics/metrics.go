@@ -12,12 +12,25 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
+// The results of a Manifest check (ManifestChecks).
+const (
+	CheckUnchanged = "unchanged"
+	CheckReconcile = "reconcile"
+)
+
 var (
 	// ManifestReconciles counts Manifest reconciles.
 	ManifestReconciles = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lifecycle_manager_manifest_reconciles_total",
 		Help: "Manifest reconciles started.",
 	})
+
+	// ManifestChecks counts the periodic checks of Ready Manifests that ran
+	// without a reconcile, by result.
+	ManifestChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifecycle_manager_manifest_checks_total",
+		Help: "Periodic checks of Ready Manifests made without a reconcile, by result: unchanged, or reconcile (something changed, and the Manifest is reconciled in full).",
+	}, []string{"result"})
 
 	// KymaReconciles counts Kyma reconciles.
 	KymaReconciles = prometheus.NewCounter(prometheus.CounterOpts{
@@ -61,7 +74,7 @@ var (
 
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
-	crmetrics.Registry.MustRegister(RuntimeSlotsFull)
+	crmetrics.Registry.MustRegister(RuntimeSlotsFull, ManifestChecks)
 	crmetrics.Registry.MustRegister(ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
 		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes)
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
@@ -58,9 +59,16 @@ func managerReads(labels map[string]string) bool {
 	return labels["resource"] == "deployments" && labels["verb"] == "GET" && labels["subresource"] == ""
 }
 
+// unchangedChecks counts the periodic checks that found a Manifest's module
+// unchanged, without a reconcile.
+func unchangedChecks() float64 {
+	return counterValue(metrics.ManifestChecks.WithLabelValues(metrics.CheckUnchanged))
+}
+
 // TestPeriodicCheckOfUnchangedModuleAppliesNothing lets a Ready module be
 // checked several times (the Ready interval is 2s here, and no watcher
-// reports): none of the checks dry-runs or writes any of its objects. Then
+// reports): none of the checks dry-runs or writes any of its objects, and
+// none needs a reconcile of its Manifest (manifest_checks.go). Then
 // drift made in the runtime — a manager's spec edited, a ServiceAccount
 // deleted, a ClusterRole's rules changed — is still found by the periodic
 // check alone and corrected.
@@ -83,11 +91,17 @@ func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
 		return r > reads
 	}, timeout, interval).Should(BeTrue(), "a check that applies nothing")
 	applies, reads = k.requests(Default, moduleApplies), k.requests(Default, managerReads)
+	// Tests run one after another, and each waits for its Kyma to be gone:
+	// the operator's counters move for this Kyma's Manifest alone.
+	reconciles, checks := counterValue(metrics.ManifestReconciles), unchangedChecks()
 	Eventually(func(g Gomega) {
 		g.Expect(k.requests(g, managerReads)).To(BeNumerically(">=", reads+3))
 	}, timeout, interval).Should(Succeed(), "three more periodic checks")
 	Expect(k.requests(Default, moduleApplies)).To(Equal(applies),
 		"periodic checks of an unchanged module neither dry-run nor write its objects")
+	Expect(unchangedChecks()).To(BeNumerically(">=", checks+3), "the checks found the module unchanged")
+	Expect(counterValue(metrics.ManifestReconciles)).To(Equal(reconciles),
+		"a check that finds the module unchanged is made without a reconcile of its Manifest")
 
 	// An object's spec edited.
 	deployment := &appsv1.Deployment{}

@@ -63,6 +63,9 @@ type Reconciler struct {
 	// (manifest_drift.go).
 	verified drift.Memory
 	listings *drift.Listings
+	// checks holds the Ready Manifests until their next periodic check
+	// (manifest_checks.go); nil without a manager.
+	checks *checks
 }
 
 // Reconcile runs the one skeleton (internal/reconciler) on the Manifest.
@@ -122,7 +125,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	if r.unchanged(ctx, cluster, manifest) {
-		return r.readyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+		return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}
 	if err := remote.EnsureSyncNamespace(ctx, cluster, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
@@ -140,7 +143,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return o
 	}
 	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
-	return r.readyAfter(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+	return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 }
 
 // moduleState makes sure the module's default custom resource exists and
@@ -160,6 +163,18 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 		return reconciler.Retry(ReasonReadinessFailed, failedMessage("Reading the module's readiness", err), err)
 	}
 	return readinessOutcome(readiness, r.Intervals)
+}
+
+// moduleReady tells, reading only, whether the module's default custom
+// resource exists and the module is Ready: what moduleState would find
+// for a module whose objects are unchanged, without creating anything.
+func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) bool {
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	if err != nil {
+		return false
+	}
+	readiness, err := moduleReadiness(ctx, cluster.Client, manifest, cr, r.syncNamespace(manifest))
+	return err == nil && readiness.State == v1beta2.StateReady
 }
 
 // applyAndPrune applies the rendered objects guarded by ownership and

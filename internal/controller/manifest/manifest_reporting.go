@@ -30,17 +30,35 @@ type Reporting interface {
 	Reports(ctx context.Context, kymaName string, objects ModuleObjects) bool
 }
 
-// readyAfter sets when a Ready Manifest is checked again: every Ready
-// interval, or every ReportedReadyFactor Ready intervals while the watcher
-// reports every change to the module's objects (the periodic check stays,
-// rarer, for what the agent does not report, label-only changes, or
-// loses). The checks of a Kyma's Manifests fall within seconds of the same
-// moments (requeue.Aligned, Spread), so that they share their reads
-// (manifest_drift.go).
-func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
+// next sets when a Ready Manifest is checked again (readyAfter). One whose
+// objects' versions are remembered waits in checks, which looks at its
+// Kyma's Manifests together without a reconcile (manifest_checks.go);
+// without checks (a Reconciler not set up with a manager) or a fingerprint,
+// it is requeued, within checkSpread of its Kyma's other Manifests.
+func (r *Reconciler) next(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
 	if o.Kind != reconciler.KindReady || r.Intervals.Ready <= 0 {
 		return o
 	}
+	after := r.readyAfter(ctx, cluster, manifest)
+	if r.checks != nil {
+		if _, ok := r.verified.Recall(manifest.UID); ok {
+			r.checks.schedule(manifest, after)
+			o.After = 0
+			return o
+		}
+		r.checks.unschedule(manifest)
+	}
+	o.After = after + requeue.Spread(manifest.Name, checkSpread)
+	return o
+}
+
+// readyAfter is how long until a Ready Manifest is checked again: the Ready
+// interval, or ReportedReadyFactor Ready intervals while the watcher reports
+// every change to the module's objects (the periodic check stays, rarer, for
+// what the agent does not report, label-only changes, or loses). The checks
+// of a Kyma's Manifests fall on the same moments (requeue.Aligned), so that
+// they share their reads (manifest_drift.go).
+func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) time.Duration {
 	interval := r.Intervals.Ready
 	if r.Reporting != nil && r.ReportedReadyFactor > 1 {
 		objects, ok := moduleObjects(cluster, manifest, r.owner(manifest).Module)
@@ -48,8 +66,7 @@ func (r *Reconciler) readyAfter(ctx context.Context, cluster *remote.Cluster, ma
 			interval *= time.Duration(r.ReportedReadyFactor)
 		}
 	}
-	o.After = requeue.Aligned(interval, kymaName(manifest), time.Now()) + requeue.Spread(manifest.Name, checkSpread)
-	return o
+	return requeue.Aligned(interval, kymaName(manifest), time.Now())
 }
 
 // checkSpread is how far apart, at most, the checks of one Kyma's Manifests

@@ -38,6 +38,10 @@ type SetupOptions struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
 	r.events = reconciler.NewEvents(r.Recorder)
 	r.listings = drift.NewListings(listingTTL)
+	r.checks = newChecks(r, opts.MaxConcurrentReconciles)
+	if err := mgr.Add(r.checks); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("manifest").
 		For(&v1beta2.Manifest{}, builder.WithPredicates(predicate.Or(
@@ -50,6 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 		// corrected without waiting for the next interval.
 		Watches(&v1beta2.Kyma{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfKyma),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	b = b.WatchesRawSource(source.Channel(r.checks.found, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{}))
 	if opts.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(opts.Reports, r.reported()))
 	}
