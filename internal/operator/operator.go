@@ -254,6 +254,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 
 		ReconcileTimeout: opts.ReconcileTimeout,
 		ProgressInterval: opts.KymaProgressInterval,
+
+		Reporting:           watcherSources.KymaReporting,
+		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,
 		MaxConcurrentReconciles: opts.KymaConcurrency,

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 )
@@ -30,18 +31,17 @@ type watcherReporting struct {
 	moduleResources bool
 }
 
-var _ manifest.Reporting = watcherReporting{}
+var (
+	_ manifest.Reporting = watcherReporting{}
+	_ kyma.Reporting     = watcherReporting{}
+)
 
 // Reports is true when the Kyma's agent was heard from within the silence
 // timeout, its reporting is not paused, and the built-in module rules or
 // valid Watchers report changes to every resource of the module's objects.
 func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects manifest.ModuleObjects) bool {
-	kyma := &v1beta2.Kyma{}
-	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: kymaName}, kyma); err != nil {
-		return false
-	}
-	id := kyma.Labels[v1beta2.RuntimeIDLabel]
-	if id == "" || !w.watched(kyma) || !w.health.Heard(id, time.Now()) {
+	kyma, ok := w.heard(ctx, kymaName)
+	if !ok {
 		return false
 	}
 	if w.moduleResources {
@@ -52,6 +52,44 @@ func (w watcherReporting) Reports(ctx context.Context, kymaName string, objects 
 		return false
 	}
 	return watchersReport(watchers.Items, kyma.Spec.SyncNamespace, objects)
+}
+
+// ReportsKyma is true when the Kyma's agent was heard from within the
+// silence timeout, its reporting is not paused, and a valid Watcher reports
+// changes to the runtime's own Kyma (the default Watcher does, unless an
+// SRE deleted or changed it).
+func (w watcherReporting) ReportsKyma(ctx context.Context, kymaName string) bool {
+	if _, ok := w.heard(ctx, kymaName); !ok {
+		return false
+	}
+	watchers := &v1beta2.WatcherList{}
+	if err := w.reader.List(ctx, watchers, client.InNamespace(w.namespace)); err != nil {
+		return false
+	}
+	return runtimeKymaReported(watchers.Items)
+}
+
+// heard returns the Kyma (the cache's own copy) and whether its runtime's
+// agent reports now: heard from within the silence timeout, not paused.
+func (w watcherReporting) heard(ctx context.Context, kymaName string) (*v1beta2.Kyma, bool) {
+	kyma := &v1beta2.Kyma{}
+	if err := w.reader.Get(ctx, client.ObjectKey{Namespace: w.namespace, Name: kymaName}, kyma, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, false
+	}
+	id := kyma.Labels[v1beta2.RuntimeIDLabel]
+	if id == "" || !w.watched(kyma) || !w.health.Heard(id, time.Now()) {
+		return nil, false
+	}
+	return kyma, true
+}
+
+// runtimeKymaReported tells whether the Watchers make an agent report every
+// create, delete and spec change of the runtime's own Kyma, which lives in
+// the sync namespace that the agent's webhooks always see, labelled as
+// kyma_runtime.go creates it.
+func runtimeKymaReported(watchers []v1beta2.Watcher) bool {
+	kymas := schema.GroupVersionResource{Group: v1beta2.GroupVersion.Group, Version: v1beta2.GroupVersion.Version, Resource: "kymas"}
+	return anyWatcherReports(watchers, kymas, kyma.RuntimeKymaLabels())
 }
 
 // watchersReport tells whether the Watchers make a runtime's agent report

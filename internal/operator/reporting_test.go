@@ -8,6 +8,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 )
 
 func TestWatchersReport(t *testing.T) {
@@ -87,6 +88,41 @@ func TestBuiltInModuleRulesReport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := inReportedNamespaces(tt.syncNS, tt.objects); got != tt.want {
 				t.Fatalf("inReportedNamespaces = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRuntimeKymaReported: the default Watcher reports the runtime's own
+// Kyma; without it, or with it made invalid or narrowed to labels the
+// runtime's Kyma does not carry, nothing does.
+func TestRuntimeKymaReported(t *testing.T) {
+	defaultWatcher := *watcherctrl.DefaultWatcher("kcp-system", 8443)
+	stalled := defaultWatcher
+	stalled.Status.Conditions = []metav1.Condition{{Type: v1beta2.ConditionStalled, Status: metav1.ConditionTrue}}
+	status := defaultWatcher
+	status.Spec.Field = v1beta2.StatusField
+	narrowed := defaultWatcher
+	narrowed.Spec.LabelsToWatch = map[string]string{"team": "x"}
+	configMaps := defaultWatcher
+	configMaps.Spec.ResourceToWatch = v1beta2.WatchableGVR{Version: "v1", Resource: "configmaps"}
+
+	tests := []struct {
+		name     string
+		watchers []v1beta2.Watcher
+		want     bool
+	}{
+		{"the default Watcher", []v1beta2.Watcher{defaultWatcher}, true},
+		{"no Watcher", nil, false},
+		{"a Stalled (invalid) default Watcher", []v1beta2.Watcher{stalled}, false},
+		{"a status Watcher", []v1beta2.Watcher{status}, false},
+		{"labels the runtime's Kyma does not carry", []v1beta2.Watcher{narrowed}, false},
+		{"a Watcher of another resource", []v1beta2.Watcher{configMaps}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := runtimeKymaReported(tt.watchers); got != tt.want {
+				t.Fatalf("runtimeKymaReported = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -210,7 +210,11 @@ type watcherSources struct {
 	// Reporting tells the Manifest controller whether a module's objects
 	// are reported; a Ready Manifest whose are is checked every
 	// ReportedReadyFactor Ready intervals.
-	Reporting           manifest.Reporting
+	Reporting manifest.Reporting
+	// KymaReporting tells the Kyma controller whether changes to a
+	// runtime's own Kyma are reported; a Ready Kyma whose are is looked at
+	// every ReportedReadyFactor Ready intervals.
+	KymaReporting       kyma.Reporting
 	ReportedReadyFactor int
 }
 
@@ -249,13 +253,15 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	if err := setupWatcherControllers(mgr, opts, w, watcherParts{pkiClient: pkiClient, runtimes: runtimes, ca: ca, policy: policy, paused: paused}); err != nil {
 		return watcherSources{}, err
 	}
+	reporting := watcherReporting{
+		reader: mgr.GetClient(), namespace: opts.Namespace, health: health, watched: watched,
+		moduleResources: !w.NoModuleResources,
+	}
 	return watcherSources{
 		Kymas:     []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
 		Manifests: requeue.manifests,
-		Reporting: watcherReporting{
-			reader: mgr.GetClient(), namespace: opts.Namespace, health: health, watched: watched,
-			moduleResources: !w.NoModuleResources,
-		},
+		Reporting:           reporting,
+		KymaReporting:       reporting,
 		ReportedReadyFactor: w.ReportedReadyFactor,
 	}, nil
 }

@@ -48,6 +48,12 @@ type Reconciler struct {
 	// that more modules became ready is written (kyma_progress.go); zero
 	// means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Reporting, when set, tells whether the runtime watcher reports
+	// changes to the runtime's own Kyma; while it does, a Ready Kyma is
+	// looked at every ReportedReadyFactor Ready intervals instead of every
+	// one. A factor of 1 or less keeps the Ready interval.
+	Reporting           Reporting
+	ReportedReadyFactor int
 
 	events      *reconciler.Events
 	catalog     *catalogSnapshot
@@ -94,6 +100,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	})
 }
 
+// Reporting tells whether the runtime watcher reports every change to a
+// runtime's own Kyma at once: its agent is healthy and a valid Watcher
+// selects it (the default Watcher does).
+type Reporting interface {
+	ReportsKyma(ctx context.Context, kymaName string) bool
+}
+
+// readyAfter stretches a Ready Kyma's periodic look to ReportedReadyFactor
+// Ready intervals while its runtime's agent reports changes to the
+// runtime's Kyma: module choices made there arrive as reports, and
+// Manifests, Secrets and the catalog are watched in the control plane. The
+// periodic look stays, rarer, for what nobody reports (the runtime's copies
+// of our CRDs and of the catalog, reports lost while the listener was away).
+func (r *Reconciler) readyAfter(ctx context.Context, kyma *v1beta2.Kyma, o reconciler.Outcome) reconciler.Outcome {
+	if o.Kind != reconciler.KindReady || r.Reporting == nil || r.ReportedReadyFactor <= 1 {
+		return o
+	}
+	if r.Reporting.ReportsKyma(ctx, kyma.Name) {
+		o.After *= time.Duration(r.ReportedReadyFactor)
+	}
+	return o
+}
+
 // gate lets a reconcile in when the runtime has a worker slot free; a
 // runtime that already has its share waits its turn without holding one.
 func (r *Reconciler) gate(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
@@ -126,6 +155,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	setModuleStatuses(kyma, modules, current, r.ready)
 	kyma.Status.RuntimeModules = runtimeModules
 	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
+	o = r.readyAfter(ctx, kyma, o)
 
 	if runtimeErr == nil && !recreate {
 		// The runtime's owner sees what is about to be recorded.

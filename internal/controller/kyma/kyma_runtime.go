@@ -101,6 +101,15 @@ func runtimeKymaKey(kyma *v1beta2.Kyma, syncNamespace string) client.ObjectKey {
 	return client.ObjectKey{Namespace: ns, Name: v1beta2.DefaultRuntimeKymaName}
 }
 
+// RuntimeKymaLabels are the labels of a runtime's own Kyma: ours, and
+// watched by the default Watcher, whose agent reports its changes.
+func RuntimeKymaLabels() map[string]string {
+	return map[string]string{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue,
+		v1beta2.WatchedByLabel: "kyma",
+	}
+}
+
 // syncRuntimeKyma makes sure the runtime has its own Kyma and returns it.
 // A missing one is created, holding the modules the runtime owner had listed
 // (as last recorded in the control plane); a runtime that lost its Kyma may
@@ -119,10 +128,7 @@ func syncRuntimeKyma(ctx context.Context, cluster *remote.Cluster, kyma *v1beta2
 		runtimeKyma = &v1beta2.Kyma{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: key.Name, Namespace: key.Namespace,
-				Labels: map[string]string{
-					v1beta2.ManagedByLabel: v1beta2.ManagedByValue,
-					v1beta2.WatchedByLabel: "kyma",
-				},
+				Labels:     RuntimeKymaLabels(),
 				Finalizers: []string{v1beta2.KymaFinalizer},
 			},
 			Spec: v1beta2.KymaSpec{Channel: kyma.Spec.Channel, Modules: kyma.Status.RuntimeModules},
