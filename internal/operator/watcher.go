@@ -258,8 +258,8 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		moduleResources: !w.NoModuleResources,
 	}
 	return watcherSources{
-		Kymas:     []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
-		Manifests: requeue.manifests,
+		Kymas:               []source.Source{source.Channel(requeue.kymas, &handler.TypedEnqueueRequestForObject[*v1beta2.Kyma]{})},
+		Manifests:           requeue.manifests,
 		Reporting:           reporting,
 		KymaReporting:       reporting,
 		ReportedReadyFactor: w.ReportedReadyFactor,
