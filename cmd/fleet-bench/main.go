@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -92,7 +91,7 @@ func run() int {
 		return 2
 	}
 	if cpuProfile != "" {
-		stopProfile, err := startCPUProfile(cpuProfile)
+		stopProfile, err := fleetbench.StartCPUProfile(cpuProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fleet-bench:", err)
 			return 1
@@ -126,21 +125,6 @@ func defaultMaxRSSGiB() float64 {
 	}
 	total := float64(info.Totalram) * float64(info.Unit)
 	return math.Round(0.6*total/(1<<30)*10) / 10
-}
-
-func startCPUProfile(path string) (func(), error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("creating the CPU profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("starting the CPU profile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
 }
 
 func writeJSON(path string, report any) error {

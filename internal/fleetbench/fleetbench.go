@@ -632,7 +632,7 @@ func (b *bench) measureIdle(ctx context.Context) (*Idle, error) {
 	before.cpu, _ = selfCPU()
 	fmt.Fprintf(b.opts.Progress, "idle: queues drained after %.1fs; measuring %s\n", settled.Seconds(), b.opts.Idle)
 	if b.opts.IdleCPUProfile != "" {
-		stopProfile, err := startCPUProfile(b.opts.IdleCPUProfile)
+		stopProfile, err := StartCPUProfile(b.opts.IdleCPUProfile)
 		if err != nil {
 			return nil, err
 		}
@@ -670,9 +670,9 @@ func (b *bench) measureIdle(ctx context.Context) (*Idle, error) {
 	return idle, nil
 }
 
-// startCPUProfile profiles this process's CPU into path until the returned
+// StartCPUProfile profiles this process's CPU into path until the returned
 // function is called.
-func startCPUProfile(path string) (func(), error) {
+func StartCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("creating the CPU profile: %w", err)

@@ -68,14 +68,19 @@ func newChecks(r *Reconciler, workers int) *checks {
 func (c *checks) schedule(manifest *v1beta2.Manifest, after time.Duration) {
 	kyma := client.ObjectKey{Namespace: manifest.Namespace, Name: kymaName(manifest)}
 	c.mu.Lock()
+	c.dueOf(kyma)[manifest.Name] = time.Now().Add(after)
+	c.mu.Unlock()
+	c.queue.AddAfter(kyma, after)
+}
+
+// dueOf is the Kyma's schedule, made when it has none; c.mu is held.
+func (c *checks) dueOf(kyma client.ObjectKey) map[string]time.Time {
 	names := c.due[kyma]
 	if names == nil {
 		names = map[string]time.Time{}
 		c.due[kyma] = names
 	}
-	names[manifest.Name] = time.Now().Add(after)
-	c.mu.Unlock()
-	c.queue.AddAfter(kyma, after)
+	return names
 }
 
 // unschedule forgets the Manifest's next check: its reconcile ended in
@@ -218,11 +223,7 @@ func (c *checks) checkManifest(ctx context.Context, cluster *remote.Cluster, key
 func (c *checks) putBack(kyma client.ObjectKey, names []string, wait time.Duration) {
 	at := time.Now().Add(wait)
 	c.mu.Lock()
-	due := c.due[kyma]
-	if due == nil {
-		due = map[string]time.Time{}
-		c.due[kyma] = due
-	}
+	due := c.dueOf(kyma)
 	for _, name := range names {
 		if _, scheduled := due[name]; !scheduled {
 			due[name] = at
