@@ -822,6 +822,7 @@ func (b *bench) finish(err error) {
 	heap, sys, _ := b.mem.peaks()
 	_, maxRSS := selfCPU()
 	r.Memory = Memory{PeakHeapInuseBytes: heap, PeakGoSysBytes: sys, MaxRSSBytes: maxRSS}
+	r.Memory.perManifest(r.Install, r.Scenario.Manifests)
 	r.Machine.LoadAverageEnd = loadAverage()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -148,6 +148,27 @@ type Memory struct {
 	PeakHeapInuseBytes uint64 `json:"peakHeapInuseBytes"`
 	PeakGoSysBytes     uint64 `json:"peakGoSysBytes"`
 	MaxRSSBytes        int64  `json:"maxRssBytes"`
+	// Manifests is how many Manifests the operator created in the install
+	// (its writes to manifests there, one create each; at most N×M), so
+	// that a run stopped early still gives a per-Manifest figure.
+	// RSSBytesPerManifest and HeapBytesPerManifest divide the maximum RSS
+	// and the peak heap in use by it.
+	Manifests            int   `json:"manifests"`
+	RSSBytesPerManifest  int64 `json:"rssBytesPerManifest,omitempty"`
+	HeapBytesPerManifest int64 `json:"heapBytesPerManifest,omitempty"`
+}
+
+// perManifest fills the per-Manifest memory figures from the install.
+func (m *Memory) perManifest(install *Phase, planned int) {
+	if install == nil {
+		return
+	}
+	m.Manifests = min(int(install.KCP.WritesByResource["manifests"]), planned)
+	if m.Manifests == 0 {
+		return
+	}
+	m.RSSBytesPerManifest = m.MaxRSSBytes / int64(m.Manifests)
+	m.HeapBytesPerManifest = int64(m.PeakHeapInuseBytes) / int64(m.Manifests)
 }
 
 // ProcessFigures are one control-plane binary's totals.
@@ -321,8 +342,12 @@ func (r *Report) Print(w io.Writer) {
 			i.Seconds, i.SettleSeconds, i.OperatorCPUSeconds, 100*i.OperatorCPUShare, i.KymaReconciles, i.ManifestReconciles, i.ManifestChecks,
 			i.KCP.Writes, i.Runtimes.Writes, i.KCP.DryRuns+i.Runtimes.DryRuns)
 	}
-	fmt.Fprintf(w, "operator memory: peak Go heap in use %s, peak Go runtime %s, max RSS %s\n",
+	fmt.Fprintf(w, "operator memory: peak Go heap in use %s, peak Go runtime %s, max RSS %s",
 		bytesIEC(int64(r.Memory.PeakHeapInuseBytes)), bytesIEC(int64(r.Memory.PeakGoSysBytes)), bytesIEC(r.Memory.MaxRSSBytes))
+	if m := r.Memory; m.Manifests > 0 {
+		fmt.Fprintf(w, "; per Manifest (%d created): RSS %s, heap %s", m.Manifests, bytesIEC(m.RSSBytesPerManifest), bytesIEC(m.HeapBytesPerManifest))
+	}
+	fmt.Fprintln(w)
 
 	if len(r.Processes) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

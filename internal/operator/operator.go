@@ -88,6 +88,10 @@ type Options struct {
 	// once, across controllers, so that a hanging runtime cannot hold every
 	// worker; zero means no cap.
 	MaxWorkersPerRuntime int
+	// RuntimeIdleTimeout closes a runtime's connection when no reconcile
+	// used it this long; what is known of the runtime stays (see
+	// remote.Options.IdleTimeout). Zero keeps connections open.
+	RuntimeIdleTimeout time.Duration
 	// KymaProgressInterval is how often, at most, a Kyma's status is
 	// written only to report that more of its modules became ready.
 	KymaProgressInterval time.Duration
@@ -114,6 +118,7 @@ func DefaultOptions() Options {
 		RuntimeRequestTimeout: 30 * time.Second,
 		ReconcileTimeout:      3 * time.Minute,
 		MaxWorkersPerRuntime:  4,
+		RuntimeIdleTimeout:    time.Minute,
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
 	}
 }
@@ -171,7 +176,8 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
 		Scheme: scheme, QPS: opts.RuntimeQPS, Burst: opts.RuntimeBurst, Namespace: opts.Namespace,
 		RequestTimeout: opts.RuntimeRequestTimeout, MaxWorkersPerRuntime: opts.MaxWorkersPerRuntime,
-		Indexed: true,
+		IdleTimeout: opts.RuntimeIdleTimeout,
+		Indexed:     true,
 	})
 	var keychain authn.Keychain
 	if opts.Content.RegistryCredentialsSecret != "" {

@@ -12,6 +12,13 @@
 // starts from the Secret again; its memos alone are dropped when the runtime
 // turns out to lack what they say it has (see Cache.EvictOnError).
 //
+// A fleet's runtimes are mostly idle: a Ready runtime is looked at once per
+// Ready interval. A connection no reconcile asked for in Options.IdleTimeout
+// is closed and its client dropped, which frees its HTTP/2 connection (and
+// the health-check pings that keep it open) and its discovery data; what is
+// known of the runtime stays, so the next reconcile pays a TLS handshake and
+// nothing else.
+//
 // A kubeconfig is data, never code: only inline credentials are accepted
 // (see kubeconfig.Validate), and the client is built from those fields alone.
 // Every request to a runtime has a timeout, and Slots caps how many
@@ -76,6 +83,10 @@ type Options struct {
 	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
 	// once, across controllers; zero means no cap.
 	MaxWorkersPerRuntime int
+	// IdleTimeout closes a runtime's connection when no reconcile asked
+	// for it this long; the runtime's memos and found REST mappings stay.
+	// Zero keeps connections until the runtime is evicted.
+	IdleTimeout time.Duration
 	// Indexed says that the reader given to NewCache is an informer cache
 	// with the index.KymaName index (the manager's): a Kyma's Secret is then
 	// found by key, not by a label selector that scans every Secret of the
@@ -91,9 +102,20 @@ type Cache struct {
 	opts      Options
 
 	slots *Slots
+	now   func() time.Time
 
 	mu       sync.Mutex
-	clusters map[string]*Cluster // by Kyma name
+	runtimes map[string]*held // by Kyma name
+	// swept is when idle connections were last looked for.
+	swept time.Time
+}
+
+// held is one runtime of the cache: what is known of it, and its
+// connection while one is open.
+type held struct {
+	known    *known
+	cluster  *Cluster // nil once closed for idleness
+	lastUsed time.Time
 }
 
 var _ Runtimes = (*Cache)(nil)
@@ -106,7 +128,7 @@ var _ Runtimes = (*Cache)(nil)
 func NewCache(reader, apiReader client.Reader, opts Options) *Cache {
 	return &Cache{
 		reader: reader, apiReader: apiReader, opts: opts,
-		slots: NewSlots(opts.MaxWorkersPerRuntime), clusters: map[string]*Cluster{},
+		slots: NewSlots(opts.MaxWorkersPerRuntime), now: time.Now, runtimes: map[string]*held{},
 	}
 }
 
@@ -117,8 +139,9 @@ func (c *Cache) TryAcquire(controller, kymaName string) (release func(), ok bool
 }
 
 // Get returns the Cluster of the named Kyma's runtime. The same Cluster is
-// returned while the Secret is unchanged. A changed Secret gets a new client;
-// the memos stay only when the Secret still points at the same server.
+// returned while the Secret is unchanged and the connection was not closed
+// for idleness. A changed Secret gets a new client; what is known of the
+// runtime stays only when the Secret still points at the same server.
 func (c *Cache) Get(ctx context.Context, kymaName string) (*Cluster, error) {
 	secret, err := c.secret(ctx, kymaName)
 	if err != nil {
@@ -126,33 +149,61 @@ func (c *Cache) Get(ctx context.Context, kymaName string) (*Cluster, error) {
 		return nil, err
 	}
 
+	now := c.now()
 	c.mu.Lock()
-	cached := c.clusters[kymaName]
-	c.mu.Unlock()
-	if cached != nil && cached.identity.SecretUID == secret.UID && cached.secretVersion == secret.ResourceVersion {
-		return cached, nil
+	c.closeIdleLocked(now)
+	h := c.runtimes[kymaName]
+	if h != nil && h.cluster != nil && h.known.identity.SecretUID == secret.UID && h.cluster.secretVersion == secret.ResourceVersion {
+		h.lastUsed = now
+		cluster := h.cluster
+		c.mu.Unlock()
+		return cluster, nil
 	}
+	var prior *known
+	if h != nil {
+		prior = h.known
+	}
+	c.mu.Unlock()
 
-	cluster, err := c.build(secret)
+	cluster, err := c.build(secret, prior)
 	if err != nil {
 		c.Evict(kymaName)
 		return nil, err
 	}
-	if cached != nil && cached.identity == cluster.identity {
-		// New credentials for the same runtime: what is known of it holds.
-		cluster.memos = cached.memos
-	}
 	c.mu.Lock()
-	c.clusters[kymaName] = cluster
+	if replaced := c.runtimes[kymaName]; replaced != nil && replaced.cluster != nil {
+		replaced.cluster.close()
+	}
+	c.runtimes[kymaName] = &held{known: cluster.known, cluster: cluster, lastUsed: now}
 	c.mu.Unlock()
 	return cluster, nil
+}
+
+// closeIdleLocked closes the connections no reconcile asked for in
+// IdleTimeout, looking at most twice per IdleTimeout; c.mu is held.
+func (c *Cache) closeIdleLocked(now time.Time) {
+	idle := c.opts.IdleTimeout
+	if idle <= 0 || now.Sub(c.swept) < idle/2 {
+		return
+	}
+	c.swept = now
+	for _, h := range c.runtimes {
+		if h.cluster != nil && now.Sub(h.lastUsed) >= idle {
+			h.cluster.close()
+			h.cluster = nil
+		}
+	}
 }
 
 // Evict drops the Cluster of a Kyma's runtime: client, mapper and memos.
 func (c *Cache) Evict(kymaName string) {
 	c.mu.Lock()
-	delete(c.clusters, kymaName)
+	h := c.runtimes[kymaName]
+	delete(c.runtimes, kymaName)
 	c.mu.Unlock()
+	if h != nil && h.cluster != nil {
+		h.cluster.close()
+	}
 }
 
 // EvictOnError drops what err, returned by a request to the named Kyma's
@@ -172,10 +223,10 @@ func (c *Cache) EvictOnError(kymaName string, err error) bool {
 		return true
 	case IsMissing(err):
 		c.mu.Lock()
-		cached := c.clusters[kymaName]
+		h := c.runtimes[kymaName]
 		c.mu.Unlock()
-		if cached != nil {
-			cached.Forget()
+		if h != nil {
+			h.known.forget()
 		}
 	}
 	return false
@@ -220,7 +271,9 @@ func (c *Cache) list(ctx context.Context, reader client.Reader, opts ...client.L
 	return list.Items, nil
 }
 
-func (c *Cache) build(secret *corev1.Secret) (*Cluster, error) {
+// build makes a connection from the Secret. It shares prior, what is known
+// of the runtime, when the Secret still names the same runtime.
+func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	raw, ok := secret.Data[KubeconfigKey]
 	if !ok || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
@@ -244,11 +297,14 @@ func (c *Cache) build(secret *corev1.Secret) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
 	}
-	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme)
+	known := prior
+	if identity := (Identity{SecretUID: secret.UID, Server: accepted.Server}); known == nil || known.identity != identity {
+		known = newKnown(identity)
+	}
+	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme, known)
 	if err != nil {
 		return nil, err
 	}
-	cluster.identity = Identity{SecretUID: secret.UID, Server: accepted.Server}
 	cluster.secretVersion = secret.ResourceVersion
 	return cluster, nil
 }

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -292,7 +293,7 @@ func TestAppliersWriteToTheRuntime(t *testing.T) {
 }
 
 func TestMemosAreTypedAndForgottenTogether(t *testing.T) {
-	c := &Cluster{memos: newMemos()}
+	c := &Cluster{known: newKnown(Identity{})}
 	if _, ok := Recall[crdMemo](c); ok {
 		t.Fatal("a new runtime has no memo")
 	}
@@ -310,4 +311,101 @@ func TestMemosAreTypedAndForgottenTogether(t *testing.T) {
 	if crds || catalog {
 		t.Fatal("Forget drops every memo of the runtime")
 	}
+}
+
+func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := namespace(t)
+	cache := NewCache(admin, admin, Options{Scheme: scheme, Namespace: ns, IdleTimeout: time.Minute})
+	now := time.Now()
+	cache.now = func() time.Time { return now }
+	for _, name := range []string{"idle-a", "idle-b"} {
+		g.Expect(admin.Create(ctx, kubeconfigSecret(ns, name, "127.0.0.1"))).To(Succeed())
+	}
+
+	first, err := cache.Get(ctx, "idle-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	Remember(first, crdMemo("crds@1"))
+	configMaps := schema.GroupKind{Kind: "ConfigMap"}
+	_, err = first.Mapper.RESTMapping(configMaps, "v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.Client.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))).To(Succeed())
+
+	// Asked for within the timeout: the same connection, used again now.
+	now = now.Add(50 * time.Second)
+	again, err := cache.Get(ctx, "idle-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(first))
+
+	// Another runtime's Get a minute later finds idle-a idle and closes it.
+	now = now.Add(61 * time.Second)
+	_, err = cache.Get(ctx, "idle-b")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cache.runtimes["idle-a"].cluster).To(BeNil(), "an idle connection is closed")
+	g.Expect(cache.runtimes["idle-b"].cluster).NotTo(BeNil(), "a connection just used stays open")
+
+	// The next Get builds a new connection that knows what the old one did.
+	rebuilt, err := cache.Get(ctx, "idle-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rebuilt).NotTo(BeIdenticalTo(first))
+	g.Expect(rebuilt.Identity()).To(Equal(first.Identity()))
+	memo, known := Recall[crdMemo](rebuilt)
+	g.Expect(known).To(BeTrue(), "memos outlive an idle close")
+	g.Expect(memo).To(Equal(crdMemo("crds@1")))
+	_, found := rebuilt.known.mapping("/ConfigMap/v1")
+	g.Expect(found).To(BeTrue(), "found REST mappings outlive an idle close")
+	g.Expect(rebuilt.Client.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))).To(Succeed())
+	// The closed connection still serves a reconcile that held it.
+	g.Expect(first.Client.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))).To(Succeed())
+
+	// Eviction drops what is known, too.
+	cache.Evict("idle-a")
+	fresh, err := cache.Get(ctx, "idle-a")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, known = Recall[crdMemo](fresh)
+	g.Expect(known).To(BeFalse(), "an evicted runtime is learnt afresh")
+}
+
+func TestKnownMapperAnswersFromFoundMappings(t *testing.T) {
+	g := NewWithT(t)
+	k := newKnown(Identity{})
+	discovery := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
+	deployments := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	discovery.RESTMapper.(*meta.DefaultRESTMapper).Add(deployments, meta.RESTScopeNamespace)
+	mapper := knownMapper{RESTMapper: discovery, known: k}
+
+	for range 3 {
+		mapping, err := mapper.RESTMapping(deployments.GroupKind(), "v1")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(mapping.Scope.Name()).To(Equal(meta.RESTScopeNameNamespace))
+	}
+	g.Expect(discovery.asked).To(Equal(1), "a found mapping is remembered")
+
+	_, err := mapper.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Missing"}, "v1")
+	g.Expect(meta.IsNoMatchError(err)).To(BeTrue())
+	_, err = mapper.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Missing"}, "v1")
+	g.Expect(meta.IsNoMatchError(err)).To(BeTrue())
+	g.Expect(discovery.asked).To(Equal(3), "a kind not found is asked for again: its CRD may come")
+
+	// A new connection of the same runtime needs no discovery for it.
+	other := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
+	_, err = knownMapper{RESTMapper: other, known: k}.RESTMapping(deployments.GroupKind(), "v1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(other.asked).To(BeZero())
+
+	k.forget()
+	_, err = knownMapper{RESTMapper: other, known: k}.RESTMapping(deployments.GroupKind(), "v1")
+	g.Expect(meta.IsNoMatchError(err)).To(BeTrue(), "Forget drops the found mappings")
+}
+
+// countingMapper counts the mappings asked of a RESTMapper.
+type countingMapper struct {
+	meta.RESTMapper
+	asked int
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.asked++
+	return m.RESTMapper.RESTMapping(gk, versions...)
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,24 +27,27 @@ type Identity struct {
 	Server    string
 }
 
-// Cluster is everything the operator holds for one runtime: a connection
-// (client, config, REST mapper) and what controllers remember of the
-// runtime between reconciles (memos, see Recall). It lives and is evicted as
-// one unit, so that a memo can never outlive the runtime it describes.
+// Cluster is one connection to a runtime (client, config, REST mapper) and
+// what controllers remember of the runtime between reconciles (memos, see
+// Recall). The connection may be closed while the runtime is idle and built
+// again from the Secret (see Options.IdleTimeout); what is remembered
+// belongs to the runtime's identity and outlives it, and is dropped with
+// everything else when the runtime is evicted, so that a memo can never
+// outlive the runtime it describes.
 type Cluster struct {
 	Client client.Client
 	Config *rest.Config
 	Mapper meta.RESTMapper
 
-	identity Identity
+	httpClient *http.Client
 	// secretVersion is the resourceVersion of the Secret the client was
 	// built from; a different one means the client is stale.
 	secretVersion string
-	memos         *memos
+	known         *known
 }
 
 // Identity is the runtime this cluster is a connection to.
-func (c *Cluster) Identity() Identity { return c.identity }
+func (c *Cluster) Identity() Identity { return c.known.identity }
 
 // Applier applies the operator's objects to the runtime under
 // apply.FieldManager.
@@ -54,10 +59,15 @@ func (c *Cluster) ApplierAs(fieldManager string) *apply.Applier {
 	return apply.NewApplierAs(c.Client, c.Mapper, fieldManager)
 }
 
-// Forget drops every memo of the runtime, so that the next reconcile of
-// each controller syncs it afresh. Controllers call it when the runtime
-// turned out to have lost what the memos say it has.
-func (c *Cluster) Forget() { c.memos.forget() }
+// Forget drops every memo of the runtime, and the kinds it was found to
+// serve, so that the next reconcile of each controller syncs it afresh.
+// Controllers call it when the runtime turned out to have lost what the
+// memos say it has.
+func (c *Cluster) Forget() { c.known.forget() }
+
+// close closes the connection's idle network connections at once instead
+// of at the transport's idle timeout; requests in flight finish.
+func (c *Cluster) close() { c.httpClient.CloseIdleConnections() }
 
 // Recall returns what was remembered of the cluster's runtime under the type
 // T, and whether anything was. Each controller keeps its memo in a type of
@@ -65,7 +75,7 @@ func (c *Cluster) Forget() { c.memos.forget() }
 // to this package. Values are copied in and out: a memo that holds a map or
 // slice must be replaced, never changed in place.
 func Recall[T any](c *Cluster) (T, bool) {
-	v, ok := c.memos.get(reflect.TypeFor[T]())
+	v, ok := c.known.memo(reflect.TypeFor[T]())
 	if !ok {
 		var zero T
 		return zero, false
@@ -75,44 +85,94 @@ func Recall[T any](c *Cluster) (T, bool) {
 
 // Remember stores v as the memo of type T of the cluster's runtime, until
 // the runtime is evicted, its identity changes, or Forget is called.
-func Remember[T any](c *Cluster, v T) { c.memos.set(reflect.TypeFor[T](), v) }
+func Remember[T any](c *Cluster, v T) { c.known.remember(reflect.TypeFor[T](), v) }
 
-// memos are shared by the Clusters built for one runtime identity, so that a
-// client rebuilt for rotated credentials keeps what is known of the runtime.
-type memos struct {
-	mu     sync.Mutex
-	values map[reflect.Type]any
+// known is what the operator knows of one runtime identity beyond a
+// connection: the controllers' memos and the REST mappings found in it.
+// Every connection built for the identity shares it, so that neither a
+// client rebuilt for rotated credentials nor one built again after an idle
+// close has to learn the runtime again.
+type known struct {
+	identity Identity
+
+	mu       sync.Mutex
+	memos    map[reflect.Type]any
+	mappings map[string]*meta.RESTMapping
 }
 
-func newMemos() *memos { return &memos{values: map[reflect.Type]any{}} }
+func newKnown(identity Identity) *known {
+	return &known{identity: identity, memos: map[reflect.Type]any{}, mappings: map[string]*meta.RESTMapping{}}
+}
 
-func (m *memos) get(t reflect.Type) (any, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.values[t]
+func (k *known) memo(t reflect.Type) (any, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.memos[t]
 	return v, ok
 }
 
-func (m *memos) set(t reflect.Type, v any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.values[t] = v
+func (k *known) remember(t reflect.Type, v any) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.memos[t] = v
 }
 
-func (m *memos) forget() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.values)
+func (k *known) mapping(key string) (*meta.RESTMapping, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m, ok := k.mappings[key]
+	return m, ok
 }
 
-func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Scheme) (*Cluster, error) {
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, withPerGroupDiscovery(httpClient))
+func (k *known) rememberMapping(key string, m *meta.RESTMapping) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.mappings[key] = m
+}
+
+func (k *known) forget() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	clear(k.memos)
+	clear(k.mappings)
+}
+
+// knownMapper answers RESTMapping from the mappings found in the runtime
+// before, and asks the connection's discovery mapper only for kinds not
+// found yet. A connection built again after an idle close then needs no
+// discovery for the kinds its modules use, and a closed connection's
+// discovery data (tens of KB per runtime) is not kept: only the few
+// mappings the modules use are. Kinds not found are not remembered, so a
+// CRD installed later is found; a remembered kind the runtime no longer
+// serves fails the request with NotFound, and Cache.EvictOnError then
+// forgets it.
+type knownMapper struct {
+	meta.RESTMapper
+	known *known
+}
+
+func (m knownMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	key := gk.Group + "/" + gk.Kind + "/" + strings.Join(versions, ",")
+	if mapping, ok := m.known.mapping(key); ok {
+		return mapping, nil
+	}
+	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	m.known.rememberMapping(key, mapping)
+	return mapping, nil
+}
+
+func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Scheme, known *known) (*Cluster, error) {
+	discovery, err := apiutil.NewDynamicRESTMapper(cfg, withPerGroupDiscovery(httpClient))
 	if err != nil {
 		return nil, fmt.Errorf("creating REST mapper: %w", err)
 	}
+	mapper := knownMapper{RESTMapper: discovery, known: known}
 	cl, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	return &Cluster{Client: cl, Config: cfg, Mapper: mapper, memos: newMemos()}, nil
+	return &Cluster{Client: cl, Config: cfg, Mapper: mapper, httpClient: httpClient, known: known}, nil
 }

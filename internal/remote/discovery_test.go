@@ -53,7 +53,7 @@ func TestRuntimeMapperAsksForOneGroupAtATime(t *testing.T) {
 
 	// And a cluster built for a runtime still maps what it is asked, core
 	// and named groups alike.
-	cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme)
+	cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme, newKnown(Identity{}))
 	Expect(err).NotTo(HaveOccurred())
 	for _, gk := range []schema.GroupKind{{Kind: "ConfigMap"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}} {
 		mapping, err := cluster.Mapper.RESTMapping(gk)
@@ -77,7 +77,7 @@ func BenchmarkRuntimeMapperMemory(b *testing.B) {
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)
 	for b.Loop() {
-		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme)
+		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme, newKnown(Identity{}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,4 +92,36 @@ func BenchmarkRuntimeMapperMemory(b *testing.B) {
 	goruntime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(clusters)), "heap-bytes/runtime")
 	goruntime.KeepAlive(clusters)
+}
+
+// BenchmarkIdleRuntimeMemory reports the heap a runtime holds once its
+// connection was closed for idleness: what is known of it (the found
+// mappings here; controllers' memos come on top) without client, discovery
+// data or HTTP/2 connection.
+func BenchmarkIdleRuntimeMemory(b *testing.B) {
+	httpClient, err := rest.HTTPClientFor(kcp.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	kinds := []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Namespace"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}}
+	kept := make([]*known, 0, b.N)
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	for b.Loop() {
+		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme, newKnown(Identity{}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, gk := range kinds {
+			if _, err := cluster.Mapper.RESTMapping(gk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		kept = append(kept, cluster.known)
+	}
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(kept)), "heap-bytes/runtime")
+	goruntime.KeepAlive(kept)
 }

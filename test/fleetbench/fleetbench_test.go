@@ -98,6 +98,9 @@ func TestSmallFleetConvergesAndReports(t *testing.T) {
 	if report.Memory.PeakHeapInuseBytes == 0 || report.Memory.MaxRSSBytes == 0 {
 		t.Errorf("memory: %+v", report.Memory)
 	}
+	if m := report.Memory; m.Manifests != kymas*modules || m.RSSBytesPerManifest != m.MaxRSSBytes/int64(m.Manifests) {
+		t.Errorf("memory per Manifest: %+v, want the max RSS divided by the %d Manifests created", m, kymas*modules)
+	}
 
 	// The JSON report carries the same figures under stable keys.
 	data, err := json.Marshal(report)
