@@ -297,11 +297,11 @@ func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
 	}
-	known := prior
-	if identity := (Identity{SecretUID: secret.UID, Server: accepted.Server}); known == nil || known.identity != identity {
-		known = newKnown(identity)
+	state := prior
+	if identity := (Identity{SecretUID: secret.UID, Server: accepted.Server}); state == nil || state.identity != identity {
+		state = newKnown(identity)
 	}
-	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme, known)
+	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme, state)
 	if err != nil {
 		return nil, err
 	}

@@ -350,8 +350,8 @@ func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rebuilt).NotTo(BeIdenticalTo(first))
 	g.Expect(rebuilt.Identity()).To(Equal(first.Identity()))
-	memo, known := Recall[crdMemo](rebuilt)
-	g.Expect(known).To(BeTrue(), "memos outlive an idle close")
+	memo, remembered := Recall[crdMemo](rebuilt)
+	g.Expect(remembered).To(BeTrue(), "memos outlive an idle close")
 	g.Expect(memo).To(Equal(crdMemo("crds@1")))
 	_, found := rebuilt.known.mapping("/ConfigMap/v1")
 	g.Expect(found).To(BeTrue(), "found REST mappings outlive an idle close")
@@ -363,8 +363,8 @@ func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
 	cache.Evict("idle-a")
 	fresh, err := cache.Get(ctx, "idle-a")
 	g.Expect(err).NotTo(HaveOccurred())
-	_, known = Recall[crdMemo](fresh)
-	g.Expect(known).To(BeFalse(), "an evicted runtime is learnt afresh")
+	_, remembered = Recall[crdMemo](fresh)
+	g.Expect(remembered).To(BeFalse(), "an evicted runtime is learnt afresh")
 }
 
 func TestKnownMapperAnswersFromFoundMappings(t *testing.T) {
