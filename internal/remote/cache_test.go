@@ -353,7 +353,7 @@ func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
 	memo, remembered := Recall[crdMemo](rebuilt)
 	g.Expect(remembered).To(BeTrue(), "memos outlive an idle close")
 	g.Expect(memo).To(Equal(crdMemo("crds@1")))
-	_, found := rebuilt.known.mapping("/ConfigMap/v1")
+	_, found := rebuilt.known.mappings.load("/ConfigMap/v1")
 	g.Expect(found).To(BeTrue(), "found REST mappings outlive an idle close")
 	g.Expect(rebuilt.Client.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))).To(Succeed())
 	// The closed connection still serves a reconcile that held it.
@@ -367,13 +367,13 @@ func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
 	g.Expect(remembered).To(BeFalse(), "an evicted runtime is learnt afresh")
 }
 
-func TestKnownMapperAnswersFromFoundMappings(t *testing.T) {
+func TestRememberingMapperAnswersFromFoundMappings(t *testing.T) {
 	g := NewWithT(t)
 	k := newKnown(Identity{})
 	discovery := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
 	deployments := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	discovery.RESTMapper.(*meta.DefaultRESTMapper).Add(deployments, meta.RESTScopeNamespace)
-	mapper := knownMapper{RESTMapper: discovery, known: k}
+	mapper := RememberingMapper{RESTMapper: discovery, Found: &k.mappings}
 
 	for range 3 {
 		mapping, err := mapper.RESTMapping(deployments.GroupKind(), "v1")
@@ -390,12 +390,12 @@ func TestKnownMapperAnswersFromFoundMappings(t *testing.T) {
 
 	// A new connection of the same runtime needs no discovery for it.
 	other := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
-	_, err = knownMapper{RESTMapper: other, known: k}.RESTMapping(deployments.GroupKind(), "v1")
+	_, err = RememberingMapper{RESTMapper: other, Found: &k.mappings}.RESTMapping(deployments.GroupKind(), "v1")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(other.asked).To(BeZero())
 
 	k.forget()
-	_, err = knownMapper{RESTMapper: other, known: k}.RESTMapping(deployments.GroupKind(), "v1")
+	_, err = RememberingMapper{RESTMapper: other, Found: &k.mappings}.RESTMapping(deployments.GroupKind(), "v1")
 	g.Expect(meta.IsNoMatchError(err)).To(BeTrue(), "Forget drops the found mappings")
 }
 

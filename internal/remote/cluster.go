@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,11 +95,11 @@ type known struct {
 
 	mu       sync.Mutex
 	memos    map[reflect.Type]any
-	mappings map[string]*meta.RESTMapping
+	mappings FoundMappings
 }
 
 func newKnown(identity Identity) *known {
-	return &known{identity: identity, memos: map[reflect.Type]any{}, mappings: map[string]*meta.RESTMapping{}}
+	return &known{identity: identity, memos: map[reflect.Type]any{}}
 }
 
 func (k *known) memo(t reflect.Type) (any, bool) {
@@ -117,51 +115,11 @@ func (k *known) remember(t reflect.Type, v any) {
 	k.memos[t] = v
 }
 
-func (k *known) mapping(key string) (*meta.RESTMapping, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	m, ok := k.mappings[key]
-	return m, ok
-}
-
-func (k *known) rememberMapping(key string, m *meta.RESTMapping) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.mappings[key] = m
-}
-
 func (k *known) forget() {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	clear(k.memos)
-	clear(k.mappings)
-}
-
-// knownMapper answers RESTMapping from the mappings found in the runtime
-// before, and asks the connection's discovery mapper only for kinds not
-// found yet. A connection built again after an idle close then needs no
-// discovery for the kinds its modules use, and a closed connection's
-// discovery data (tens of KB per runtime) is not kept: only the few
-// mappings the modules use are. Kinds not found are not remembered, so a
-// CRD installed later is found; a remembered kind the runtime no longer
-// serves fails the request with NotFound, and Cache.EvictOnError then
-// forgets it.
-type knownMapper struct {
-	meta.RESTMapper
-	known *known
-}
-
-func (m knownMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	key := gk.Group + "/" + gk.Kind + "/" + strings.Join(versions, ",")
-	if mapping, ok := m.known.mapping(key); ok {
-		return mapping, nil
-	}
-	mapping, err := m.RESTMapper.RESTMapping(gk, versions...)
-	if err != nil {
-		return nil, err
-	}
-	m.known.rememberMapping(key, mapping)
-	return mapping, nil
+	k.mu.Unlock()
+	k.mappings.Forget()
 }
 
 func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Scheme, known *known) (*Cluster, error) {
@@ -169,7 +127,7 @@ func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Sc
 	if err != nil {
 		return nil, fmt.Errorf("creating REST mapper: %w", err)
 	}
-	mapper := knownMapper{RESTMapper: discovery, known: known}
+	mapper := RememberingMapper{RESTMapper: discovery, Found: &known.mappings}
 	cl, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)

@@ -67,31 +67,7 @@ func TestRuntimeMapperAsksForOneGroupAtATime(t *testing.T) {
 // once it has mapped what a typical module uses (core, apps, CRDs): the
 // per-runtime memory that 10,000 runtimes multiply.
 func BenchmarkRuntimeMapperMemory(b *testing.B) {
-	httpClient, err := rest.HTTPClientFor(kcp.Config())
-	if err != nil {
-		b.Fatal(err)
-	}
-	kinds := []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Namespace"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}}
-	clusters := make([]*Cluster, 0, b.N)
-	var before, after goruntime.MemStats
-	goruntime.GC()
-	goruntime.ReadMemStats(&before)
-	for b.Loop() {
-		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme, newKnown(Identity{}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, gk := range kinds {
-			if _, err := cluster.Mapper.RESTMapping(gk); err != nil {
-				b.Fatal(err)
-			}
-		}
-		clusters = append(clusters, cluster)
-	}
-	goruntime.GC()
-	goruntime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(clusters)), "heap-bytes/runtime")
-	goruntime.KeepAlive(clusters)
+	heapPerRuntime(b, func(c *Cluster) any { return c })
 }
 
 // BenchmarkIdleRuntimeMemory reports the heap a runtime holds once its
@@ -99,12 +75,20 @@ func BenchmarkRuntimeMapperMemory(b *testing.B) {
 // mappings here; controllers' memos come on top) without client, discovery
 // data or HTTP/2 connection.
 func BenchmarkIdleRuntimeMemory(b *testing.B) {
+	heapPerRuntime(b, func(c *Cluster) any { return c.known })
+}
+
+// heapPerRuntime builds a Cluster per iteration, maps a typical module's
+// kinds with it, holds what keep returns of it, and reports the heap held
+// per runtime.
+func heapPerRuntime(b *testing.B, keep func(*Cluster) any) {
+	b.Helper()
 	httpClient, err := rest.HTTPClientFor(kcp.Config())
 	if err != nil {
 		b.Fatal(err)
 	}
 	kinds := []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Namespace"}, {Group: "apps", Kind: "Deployment"}, {Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}}
-	kept := make([]*known, 0, b.N)
+	kept := make([]any, 0, b.N)
 	var before, after goruntime.MemStats
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)
@@ -118,7 +102,7 @@ func BenchmarkIdleRuntimeMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		kept = append(kept, cluster.known)
+		kept = append(kept, keep(cluster))
 	}
 	goruntime.GC()
 	goruntime.ReadMemStats(&after)
