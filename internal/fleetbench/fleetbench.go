@@ -261,16 +261,19 @@ func (b *bench) run(ctx context.Context) error {
 	if profErr := b.writeHeapProfile(); profErr != nil || err != nil {
 		return errors.Join(err, profErr)
 	}
-	if b.opts.Upgrade {
-		b.report.Upgrade, err = b.runPhase(ctx, phaseUpgrade, upgradeVersion, true, func(ctx context.Context) error {
-			return moveChannel(ctx, b.client, namespace, b.modules, upgradeVersion, &b.benchWrites)
-		})
+	// Idle comes before the upgrade: the installed fleet is as steady as an
+	// upgraded one, and a large run whose upgrade outlasts --timeout still
+	// reports its idle cost, with the upgrade's progress when it was cut.
+	if b.opts.Idle > 0 {
+		b.report.Idle, err = b.measureIdle(ctx)
 		if err != nil {
 			return err
 		}
 	}
-	if b.opts.Idle > 0 {
-		b.report.Idle, err = b.measureIdle(ctx)
+	if b.opts.Upgrade {
+		b.report.Upgrade, err = b.runPhase(ctx, phaseUpgrade, upgradeVersion, true, func(ctx context.Context) error {
+			return moveChannel(ctx, b.client, namespace, b.modules, upgradeVersion, &b.benchWrites)
+		})
 		if err != nil {
 			return err
 		}
