@@ -40,21 +40,32 @@ dev: ## Run a local fleet (bin/lmctl dev): control plane, runtimes, sample modul
 	@$(GO) build -o $(BIN)/lmctl ./cmd/lmctl
 	@$(BIN)/lmctl dev $(LMCTL_FLAGS)
 
+# make images IMAGE_REPOSITORY=registry.example.com/fleet VERSION=v0.2.0 IMAGE_PUSH=1
+IMAGE_REPOSITORY ?= ghcr.io/runtime-fleet
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_PUSH ?=
+
+.PHONY: images
+images: ## Build the lifecycle-manager and runtime-watcher images without Docker into bin/images (OCI layout, SPDX SBOMs); IMAGE_PUSH=1 pushes them to IMAGE_REPOSITORY.
+	$(GO) run ./internal/image/cmd --repository $(IMAGE_REPOSITORY) --version $(VERSION) --out $(BIN)/images $(if $(IMAGE_PUSH),--push)
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	cd api && $(CONTROLLER_GEN) object paths=./...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs into config/crd/bases.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), the operator's RBAC (config/rbac, from internal/operator/rbac.go), and keep charts/lifecycle-manager and config/ in step.
 	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=$(ROOT)/config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=lifecycle-manager paths=./internal/operator output:rbac:artifacts:config=$(ROOT)/config/rbac
+	$(GO) run ./internal/install/gen
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files or go.mod files are not up to date.
 	@for d in . api hack/tools hack/devtools/controller-gen hack/devtools/golangci-lint; do \
 		(cd $$d && $(GO) mod tidy); done
-	@if [ -n "$$(git status --porcelain -- api config go.mod go.sum hack)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum hack)" ]; then \
 		echo "Generated files or go.mod files are out of date; run 'make generate manifests' and 'go mod tidy', then commit:"; \
-		git status --porcelain -- api config go.mod go.sum hack; git diff --stat; exit 1; fi
+		git status --porcelain -- api config charts go.mod go.sum hack; git diff --stat; exit 1; fi
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint on the project and its API module.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 )
 
 func main() {
@@ -47,7 +48,12 @@ func main() {
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
 	opts.Watcher.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		version.Print(os.Stdout, "lifecycle-manager")
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if insecureRegistries != "" {

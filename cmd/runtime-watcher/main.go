@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 )
 
@@ -35,7 +36,12 @@ func main() {
 	flag.DurationVar(&opts.HeartbeatInterval, "heartbeat-interval", opts.HeartbeatInterval, "How often the agent tells the listener it is alive; 0 disables heartbeats.")
 	flag.DurationVar(&opts.RequestTimeout, "request-timeout", opts.RequestTimeout, "Timeout of one request to the listener.")
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		version.Print(os.Stdout, "runtime-watcher")
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	opts.Logger = ctrl.Log.WithName("runtime-watcher")

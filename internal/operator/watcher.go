@@ -21,6 +21,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
@@ -110,7 +111,7 @@ func DefaultWatcherOptions() WatcherOptions {
 		CAValidity:       10 * 365 * 24 * time.Hour,
 		CertValidity:     30 * 24 * time.Hour,
 		RenewFraction:    pki.DefaultRenewFraction,
-		AgentImage:       "ghcr.io/runtime-fleet/runtime-watcher:latest",
+		AgentImage:       defaultAgentImage(),
 		SilenceTimeout:   90 * time.Second,
 		FallbackInterval: time.Minute,
 		RecheckAfter:     500 * time.Millisecond,
@@ -365,4 +366,13 @@ func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p
 		}
 	}
 	return nil
+}
+
+// defaultAgentImage is the runtime-watcher image built with this operator,
+// by digest, when make images stamped it; else the project's latest.
+func defaultAgentImage() string {
+	if version.AgentImage != "" {
+		return version.AgentImage
+	}
+	return "ghcr.io/runtime-fleet/runtime-watcher:latest"
 }

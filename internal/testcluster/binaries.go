@@ -51,7 +51,7 @@ func binDir() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return filepath.Abs(dir)
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", fmt.Errorf("locating control-plane binaries (set %s or run inside the repository): %w", BinDirEnv, err)
 	}
@@ -60,17 +60,17 @@ func binDir() (string, error) {
 
 // defaultCRDDir is where controller-gen writes the project's CRDs (`make manifests`).
 func defaultCRDDir() (string, error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", fmt.Errorf("locating the project's CRDs: %w", err)
 	}
 	return filepath.Join(root, "config", "crd", "bases"), nil
 }
 
-// repoRoot walks up from the working directory to the directory whose go.mod declares this
+// RepoRoot walks up from the working directory to the directory whose go.mod declares this
 // module. Other go.mod files on the way (api/, hack/tools/) belong to nested modules and are
 // skipped.
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("getting the working directory: %w", err)

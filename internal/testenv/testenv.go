@@ -102,13 +102,33 @@ func run(m *testing.M, cfg Config, setup Setup) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if !cfg.ExternalOperator {
-		if err := startOperator(ctx, opts); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if cfg.ExternalOperator {
+		return m.Run()
 	}
-	return m.Run()
+	// The operator runs as its installed ServiceAccount, with the chart's
+	// RBAC; every request it makes is logged, and one refused fails the
+	// package even when the operator only retried or logged it.
+	pki := opts.Watcher.PKINamespace
+	if pki == "" {
+		pki = operator.DefaultWatcherOptions().PKINamespace
+	}
+	identity, granted, err := operatorIdentity(ctx, e.Client, kcp.Config(), cfg.Namespace, pki)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "giving the operator its installed identity:", err)
+		return 1
+	}
+	requests := newRequestLog()
+	identity.Wrap(requests.wrap)
+	opts.Config = identity
+	if err := startOperator(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if requests.report(os.Stdout, cfg.Name, granted) && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // Cleanup registers f to run after the tests, before the clusters stop;

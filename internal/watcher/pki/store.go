@@ -26,9 +26,8 @@ const caCommonName = "lifecycle-manager-watcher-ca"
 // operator alone (docs/watcher.md). c must not be a cache scoped to other
 // namespaces.
 func EnsureCA(ctx context.Context, c client.Client, namespace, name string, validity time.Duration) (*CA, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating the PKI namespace %s: %w", namespace, err)
+	if err := ensureNamespace(ctx, c, namespace); err != nil {
+		return nil, err
 	}
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
@@ -56,6 +55,25 @@ func EnsureCA(ctx context.Context, c client.Client, namespace, name string, vali
 			namespace, name, ca.cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	return ca, nil
+}
+
+// ensureNamespace creates the PKI namespace unless it exists. It looks
+// first: an installed operator may read that one namespace but create none
+// (config/rbac), and the API server refuses a create it may not make before
+// it would answer that the namespace exists.
+func ensureNamespace(ctx context.Context, c client.Client, namespace string) error {
+	err := c.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading the PKI namespace %s: %w", namespace, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the PKI namespace %s: %w", namespace, err)
+	}
+	return nil
 }
 
 func createCA(ctx context.Context, c client.Client, key client.ObjectKey, validity time.Duration) (*CA, error) {
