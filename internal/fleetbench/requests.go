@@ -139,3 +139,13 @@ func (c *requestCounter) read(ctx context.Context) (Requests, error) {
 	}
 	return parseRequests(buf.Bytes())
 }
+
+// CountRequests reads what the API server of cfg has counted so far, for
+// tests that compare two moments (an operator's restart writes nothing).
+func CountRequests(ctx context.Context, cfg *rest.Config) (Requests, error) {
+	c, err := newRequestCounter(cfg)
+	if err != nil {
+		return Requests{}, err
+	}
+	return c.read(ctx)
+}

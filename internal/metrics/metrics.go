@@ -75,6 +75,11 @@ var (
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
 	crmetrics.Registry.MustRegister(RuntimeSlotsFull, ManifestChecks)
+	// Both results exist from the start, so that the dashboard's rate of
+	// checks and its alerts see the series before the first check.
+	for _, result := range []string{CheckUnchanged, CheckReconcile} {
+		ManifestChecks.WithLabelValues(result).Add(0)
+	}
 	crmetrics.Registry.MustRegister(ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
 		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes)
 }

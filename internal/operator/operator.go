@@ -34,6 +34,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
 // Options configure the operator.
@@ -66,6 +67,10 @@ type Options struct {
 	// KymaSelector limits the Kymas this operator manages (a label
 	// selector); others are left completely alone. Empty selects all.
 	KymaSelector string
+	// Shard is the part of the fleet this process works on (--shards,
+	// --shard-id): only the Kymas of its shard, with one leader per shard.
+	// The zero value is the whole fleet.
+	Shard shard.Shard
 	// PauseSelector pauses every Kyma it matches, like the
 	// skip-reconciliation label does for one. Empty pauses none.
 	PauseSelector string
@@ -153,6 +158,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.Shard.Validate(); err != nil {
+		return nil, err
+	}
 	selection, err := labels.Parse(opts.KymaSelector)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the Kyma selector %q: %w", opts.KymaSelector, err)
@@ -200,16 +208,22 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
+// leaseName is the leader-election Lease of an unsharded operator; each
+// shard has one of its own (shard.LeaseName).
+const leaseName = "lifecycle-manager.operator.kyma-project.io"
+
 // newManager creates the manager: its cache holds the KCP namespace only,
-// without managedFields, and only the Kymas of the selection.
+// without managedFields, and only the Kymas of the selection and the shard
+// (with their Manifests and Secrets).
 func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Selector) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:                  scheme,
 		MapperProvider:          newControlPlaneMapper,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthProbeAddr,
+		NewCache:                opts.Shard.NewCache(cache.New),
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "lifecycle-manager.operator.kyma-project.io",
+		LeaderElectionID:        opts.Shard.LeaseName(leaseName),
 		LeaderElectionNamespace: opts.Namespace,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},

@@ -2,9 +2,11 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -21,6 +24,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener"
@@ -156,8 +160,10 @@ func (o WatcherOptions) enabled() bool {
 }
 
 // withDefaults fills zero fields from DefaultWatcherOptions, so that callers
-// (tests, dev environment) set only what they change.
-func (o WatcherOptions) withDefaults(namespace string) WatcherOptions {
+// (tests, dev environment) set only what they change. Each shard has a
+// listener Service of its own (the runtimes of its Kymas report to it), so
+// the default name carries the shard.
+func (o WatcherOptions) withDefaults(namespace string, s shard.Shard) WatcherOptions {
 	d := DefaultWatcherOptions()
 	setDefault(&o.PKINamespace, d.PKINamespace)
 	setDefault(&o.CASecret, d.CASecret)
@@ -174,12 +180,21 @@ func (o WatcherOptions) withDefaults(namespace string) WatcherOptions {
 	setDefault(&o.ReportBurst, d.ReportBurst)
 	setDefault(&o.ReportedReadyFactor, d.ReportedReadyFactor)
 	if len(o.ListenerNames) == 0 {
-		o.ListenerNames = []string{"lifecycle-manager-listener." + namespace + ".svc", "localhost", "127.0.0.1"}
+		o.ListenerNames = []string{listenerService(s) + "." + namespace + ".svc", "localhost", "127.0.0.1"}
 	}
 	if o.ListenerURL == "" {
 		o.ListenerURL = "https://" + net.JoinHostPort(o.ListenerNames[0], strconv.Itoa(o.listenerPort()))
 	}
 	return o
+}
+
+// listenerService is the name of the listener's Service of shard s, as the
+// chart names it.
+func listenerService(s shard.Shard) string {
+	if !s.Enabled() {
+		return "lifecycle-manager-listener"
+	}
+	return "lifecycle-manager-listener-" + strconv.Itoa(s.ID)
 }
 
 func setDefault[T comparable](field *T, def T) {
@@ -228,7 +243,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	if !opts.Watcher.enabled() {
 		return watcherSources{}, nil
 	}
-	w := opts.Watcher.withDefaults(opts.Namespace)
+	w := opts.Watcher.withDefaults(opts.Namespace, opts.Shard)
 	paused, err := labels.Parse(w.PausedSelector)
 	if err != nil {
 		return watcherSources{}, fmt.Errorf("parsing the paused selector %q: %w", w.PausedSelector, err)
@@ -250,6 +265,13 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	requeue, err := addListener(ctx, mgr, opts.Namespace, w, ca, health, watched)
 	if err != nil {
 		return watcherSources{}, err
+	}
+	if opts.LeaderElection {
+		// The listener runs on the leader only: a standby is not ready, so
+		// that the listener's Service sends the agents to the leader.
+		if err := mgr.AddReadyzCheck("listener", leading(mgr)); err != nil {
+			return watcherSources{}, err
+		}
 	}
 	if err := setupWatcherControllers(mgr, opts, w, watcherParts{pkiClient: pkiClient, runtimes: runtimes, ca: ca, policy: policy, paused: paused}); err != nil {
 		return watcherSources{}, err
@@ -357,6 +379,11 @@ func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p
 	}); err != nil {
 		return fmt.Errorf("setting up the watcher agent controller: %w", err)
 	}
+	// Watchers belong to no Kyma: the first shard alone writes their status
+	// and creates the default one, so that shards do not write the same.
+	if opts.Shard.ID != 0 {
+		return nil
+	}
 	if err := (&watcherctrl.StatusReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Watcher controller: %w", err)
 	}
@@ -366,6 +393,19 @@ func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p
 		}
 	}
 	return nil
+}
+
+// leading is a readiness check that passes once this process leads its
+// shard.
+func leading(mgr ctrl.Manager) healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-mgr.Elected():
+			return nil
+		default:
+			return errors.New("a standby: the listener runs on the shard's leader")
+		}
+	}
 }
 
 // defaultAgentImage is the runtime-watcher image built with this operator,

@@ -65,6 +65,8 @@ var env struct {
 	rtClient  client.Client
 	// listenerAddr is the operator's listener.
 	listenerAddr string
+	// metricsAddr serves the operator's /metrics (TestDashboardAndAlertSeriesExist).
+	metricsAddr string
 	// registry holds the evolving module (ConfigMaps only), for tests of
 	// reports about module resources.
 	registry *testregistry.Registry
@@ -108,7 +110,11 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	if env.listenerAddr, err = freeAddr(); err != nil {
 		return operator.Options{}, err
 	}
+	if env.metricsAddr, err = freeAddr(); err != nil {
+		return operator.Options{}, err
+	}
 	opts := e.OperatorOptions()
+	opts.MetricsAddr = env.metricsAddr
 	// Only reports (or the fallback) may reconcile a Kyma: see the timing
 	// constants above.
 	opts.Intervals.Ready, opts.Intervals.Error, opts.Intervals.Warning = time.Hour, time.Hour, time.Hour

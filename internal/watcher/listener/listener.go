@@ -114,6 +114,9 @@ func New(opts Options) (*Listener, error) {
 	if (opts.Manifests == nil) != (opts.ManifestRequeue == nil) {
 		return nil, errors.New("listener: the Manifest lookup and the Manifest requeue channel go together")
 	}
+	for _, reason := range reasons {
+		metrics.ListenerRejected.WithLabelValues(reason).Add(0)
+	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = report.MaxBytes
 	}

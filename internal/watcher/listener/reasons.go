@@ -27,3 +27,11 @@ const (
 	// Retry-After); the agent retries then.
 	ReasonRateLimited = "rate_limited"
 )
+
+// reasons are all of the above; New sets each one's counter to zero, so that
+// an alert on the rate of refusals (config/prometheus) sees the series
+// before the first refusal.
+var reasons = []string{
+	ReasonTLSHandshake, ReasonCertificateExpired, ReasonUnknownRuntime, ReasonRuntimeMismatch,
+	ReasonTooLarge, ReasonMalformed, ReasonBusy, ReasonLookup, ReasonRateLimited,
+}

@@ -1,0 +1,119 @@
+package watcher
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/install"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+)
+
+// seriesName finds the operator's series in PromQL: ours, controller-
+// runtime's and its work queues'.
+var seriesName = regexp.MustCompile(`\b(?:lifecycle_manager|controller_runtime|workqueue)_[a-z_]+\b`)
+
+// TestDashboardAndAlertSeriesExist scrapes the running operator's /metrics
+// after a watched runtime installed a module, and finds there every series
+// that the shipped Grafana dashboard and PrometheusRule query: a renamed or
+// dropped metric fails here, not in an SRE's empty panel or silent alert.
+func TestDashboardAndAlertSeriesExist(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	k := newWatchedKyma(t, "metrics")
+	g.Eventually(func(g Gomega) {
+		cp := &v1beta2.Kyma{}
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, cp)).To(Succeed())
+		addModule(samplemodules.Evolving)(cp)
+		g.Expect(env.kcpClient.Update(ctx, cp)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		manifest := &v1beta2.Manifest{}
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, samplemodules.Evolving)}, manifest)).To(Succeed())
+		g.Expect(manifest.Status.State).To(Equal(v1beta2.StateReady))
+	}, timeout, interval).Should(Succeed())
+
+	wanted := queriedSeries(t)
+	g.Expect(wanted).To(ContainElements("lifecycle_manager_kyma_state", "lifecycle_manager_module_time_to_ready_seconds", "workqueue_depth"),
+		"the dashboard and the alerts query the fleet's states, time to Ready and queue depth")
+	g.Eventually(func(g Gomega) {
+		families := scrape(g)
+		for _, name := range wanted {
+			family, ok := families[name]
+			g.Expect(ok && len(family.GetMetric()) > 0).To(BeTrue(), "the operator's /metrics has no series %s", name)
+		}
+	}, timeout, interval).Should(Succeed())
+}
+
+// queriedSeries are the metric families the chart's dashboard and alerts
+// query (histogram buckets, sums and counts by their family's name).
+func queriedSeries(t *testing.T) []string {
+	t.Helper()
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]any{"enabled": true}
+	rendered, err := install.RenderChart(filepath.Join(root, "charts", "lifecycle-manager"), kcpNamespace, map[string]any{"prometheusRule": on, "dashboard": on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries []string
+	for _, obj := range rendered.Objects() {
+		switch obj.GetKind() {
+		case "ConfigMap":
+			if dashboard, ok, _ := unstructured.NestedString(obj.Object, "data", "lifecycle-manager.json"); ok {
+				queries = append(queries, dashboard)
+			}
+		case "PrometheusRule":
+			groups, _, _ := unstructured.NestedSlice(obj.Object, "spec", "groups")
+			for _, group := range groups {
+				rules, _, _ := unstructured.NestedSlice(group.(map[string]any), "rules")
+				for _, rule := range rules {
+					expr, _, _ := unstructured.NestedString(rule.(map[string]any), "expr")
+					queries = append(queries, expr)
+				}
+			}
+		}
+	}
+	if len(queries) < 2 {
+		t.Fatalf("found %d dashboards and alert expressions in the chart, want the dashboard and the alerts", len(queries))
+	}
+	var names []string
+	for _, q := range queries {
+		for _, name := range seriesName.FindAllString(q, -1) {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				name = strings.TrimSuffix(name, suffix)
+			}
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+func scrape(g Gomega) map[string]*dto.MetricFamily {
+	resp, err := http.Get("http://" + env.metricsAddr + "/metrics")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return families
+}
