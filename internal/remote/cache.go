@@ -16,8 +16,8 @@
 // Ready interval. A connection no reconcile asked for in Options.IdleTimeout
 // is closed and its client dropped, which frees its HTTP/2 connection (and
 // the health-check pings that keep it open) and its discovery data; what is
-// known of the runtime stays, so the next reconcile pays a TLS handshake and
-// nothing else.
+// known of the runtime stays, its last TLS session included, so the next
+// reconcile pays a resumed TLS handshake and nothing else.
 //
 // A kubeconfig is data, never code: only inline credentials are accepted
 // (see kubeconfig.Validate), and the client is built from those fields alone.
@@ -28,6 +28,7 @@ package remote
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -35,7 +36,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -93,6 +93,9 @@ type Options struct {
 	// namespace. The API reader always selects by label, as the API server
 	// has no such index.
 	Indexed bool
+
+	// observeTLS sees every TLS handshake with a runtime (tests).
+	observeTLS func(tls.ConnectionState)
 }
 
 // Cache hands out one Cluster per runtime.
@@ -293,13 +296,13 @@ func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	if c.opts.Burst > 0 {
 		cfg.Burst = c.opts.Burst
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
-	}
 	state := prior
 	if identity := (Identity{SecretUID: secret.UID, Server: accepted.Server}); state == nil || state.identity != identity {
 		state = newKnown(identity)
+	}
+	httpClient, err := httpClientFor(cfg, state.tlsSessions(secret.ResourceVersion), c.opts.observeTLS)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
 	}
 	cluster, err := newCluster(cfg, httpClient, c.opts.Scheme, state)
 	if err != nil {

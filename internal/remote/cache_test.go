@@ -3,9 +3,12 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,4 +411,58 @@ type countingMapper struct {
 func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	m.asked++
 	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+// TestConnectionBuiltAfterIdleCloseResumesTLS: the connection built again
+// after an idle close resumes the runtime's last TLS session instead of a
+// full handshake, and a Secret changed since (rotated credentials) starts
+// with no session to resume.
+func TestConnectionBuiltAfterIdleCloseResumesTLS(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := namespace(t)
+	var mu sync.Mutex
+	var resumed []bool
+	handshakes := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(resumed)
+	}
+	cache := NewCache(admin, admin, Options{Scheme: scheme, Namespace: ns, IdleTimeout: time.Minute, observeTLS: func(s tls.ConnectionState) {
+		mu.Lock()
+		resumed = append(resumed, s.DidResume)
+		mu.Unlock()
+	}})
+	now := time.Now()
+	cache.now = func() time.Time { return now }
+	secret := kubeconfigSecret(ns, "resume", "127.0.0.1")
+	g.Expect(admin.Create(ctx, secret)).To(Succeed())
+	use := func() {
+		cluster, err := cache.Get(ctx, "resume")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cluster.Client.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns))).To(Succeed())
+	}
+	closeIdle := func() {
+		now = now.Add(2 * time.Minute)
+		cache.mu.Lock()
+		cache.closeIdleLocked(now)
+		cache.mu.Unlock()
+	}
+
+	use()
+	g.Expect(handshakes()).To(Equal([]bool{false}), "the first connection makes a full handshake")
+	closeIdle()
+	use()
+	g.Expect(handshakes()).To(Equal([]bool{false, true}), "the connection built after an idle close resumes the session")
+
+	// Rotated credentials: the Secret changes, the runtime stays the same.
+	secret.Annotations = map[string]string{"rotated": "yes"}
+	g.Expect(admin.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &corev1.Secret{}
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(secret), got)).To(Succeed())
+		g.Expect(got.ResourceVersion).To(Equal(secret.ResourceVersion))
+	}).Should(Succeed())
+	use()
+	g.Expect(handshakes()).To(Equal([]bool{false, true, false}), "new credentials make a full handshake")
 }

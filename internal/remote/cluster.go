@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -96,6 +97,27 @@ type known struct {
 	mu       sync.Mutex
 	memos    map[reflect.Type]any
 	mappings FoundMappings
+	// sessions are the TLS sessions of the runtime's connections, for the
+	// credentials of the Secret at sessionsVersion: a session resumed after
+	// a rotation would present the old client certificate again.
+	sessions        tls.ClientSessionCache
+	sessionsVersion string
+}
+
+// tlsSessionCacheSize holds the sessions of one server; a few spare for
+// connections opened at once.
+const tlsSessionCacheSize = 4
+
+// tlsSessions is the session cache for connections made with the
+// credentials of the Secret at secretVersion; a new version starts empty.
+func (k *known) tlsSessions(secretVersion string) tls.ClientSessionCache {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sessions == nil || k.sessionsVersion != secretVersion {
+		k.sessions = tls.NewLRUClientSessionCache(tlsSessionCacheSize)
+		k.sessionsVersion = secretVersion
+	}
+	return k.sessions
 }
 
 func newKnown(identity Identity) *known {

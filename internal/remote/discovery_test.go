@@ -7,6 +7,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -67,21 +68,37 @@ func TestRuntimeMapperAsksForOneGroupAtATime(t *testing.T) {
 // once it has mapped what a typical module uses (core, apps, CRDs): the
 // per-runtime memory that 10,000 runtimes multiply.
 func BenchmarkRuntimeMapperMemory(b *testing.B) {
-	heapPerRuntime(b, func(c *Cluster) any { return c })
+	heapPerRuntime(b, false, func(c *Cluster) any { return c })
 }
 
 // BenchmarkIdleRuntimeMemory reports the heap a runtime holds once its
 // connection was closed for idleness: what is known of it (the found
-// mappings here; controllers' memos come on top) without client, discovery
-// data or HTTP/2 connection.
+// mappings and the last TLS session here; controllers' memos come on top)
+// without client, discovery data or HTTP/2 connection.
 func BenchmarkIdleRuntimeMemory(b *testing.B) {
-	heapPerRuntime(b, func(c *Cluster) any { return c.known })
+	heapPerRuntime(b, true, func(c *Cluster) any {
+		c.close()
+		return c.known
+	})
+}
+
+// BenchmarkIdleRuntimeMemoryNoTLSSession is BenchmarkIdleRuntimeMemory
+// without the runtime's TLS session: the difference is what keeping it
+// costs.
+func BenchmarkIdleRuntimeMemoryNoTLSSession(b *testing.B) {
+	heapPerRuntime(b, true, func(c *Cluster) any {
+		c.close()
+		c.known.sessions = nil
+		return c.known
+	})
 }
 
 // heapPerRuntime builds a Cluster per iteration, maps a typical module's
 // kinds with it, holds what keep returns of it, and reports the heap held
-// per runtime.
-func heapPerRuntime(b *testing.B, keep func(*Cluster) any) {
+// per runtime. With ownTLS each runtime connects with its own transport and
+// keeps its TLS session, as the cache builds them; otherwise they share one
+// connection.
+func heapPerRuntime(b *testing.B, ownTLS bool, keep func(*Cluster) any) {
 	b.Helper()
 	httpClient, err := rest.HTTPClientFor(kcp.Config())
 	if err != nil {
@@ -92,8 +109,15 @@ func heapPerRuntime(b *testing.B, keep func(*Cluster) any) {
 	var before, after goruntime.MemStats
 	goruntime.GC()
 	goruntime.ReadMemStats(&before)
+	goroutines := goruntime.NumGoroutine()
 	for b.Loop() {
-		cluster, err := newCluster(rest.CopyConfig(kcp.Config()), httpClient, scheme, newKnown(Identity{}))
+		known, cfg, client := newKnown(Identity{}), rest.CopyConfig(kcp.Config()), httpClient
+		if ownTLS {
+			if client, err = httpClientFor(cfg, known.tlsSessions("1"), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cluster, err := newCluster(cfg, client, scheme, known)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -104,7 +128,13 @@ func heapPerRuntime(b *testing.B, keep func(*Cluster) any) {
 		}
 		kept = append(kept, keep(cluster))
 	}
+	// Closed connections end their goroutines (and free their buffers) a
+	// moment after the close; what is measured is what stays.
+	for deadline := time.Now().Add(10 * time.Second); goruntime.NumGoroutine() > goroutines && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	goruntime.GC()
+	goruntime.GC() // pooled buffers go in the second
 	goruntime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(kept)), "heap-bytes/runtime")
 	goruntime.KeepAlive(kept)
