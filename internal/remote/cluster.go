@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/kubeconfig"
 )
 
 // Identity names one runtime: the kubeconfig Secret that registers it and
@@ -102,6 +103,33 @@ type known struct {
 	// a rotation would present the old client certificate again.
 	sessions        tls.ClientSessionCache
 	sessionsVersion string
+	// accepted is the kubeconfig of the Secret at acceptedVersion as
+	// kubeconfig.Validate accepted it.
+	accepted        *kubeconfig.Kubeconfig
+	acceptedVersion string
+}
+
+// validated is the kubeconfig accepted from the Secret of this identity at
+// secretVersion, or nil when k is nil, another Secret's, or holds another
+// version's.
+func (k *known) validated(secretUID types.UID, secretVersion string) *kubeconfig.Kubeconfig {
+	if k == nil || k.identity.SecretUID != secretUID {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.acceptedVersion != secretVersion {
+		return nil
+	}
+	return k.accepted
+}
+
+// keepValidated remembers the kubeconfig accepted from the Secret at
+// secretVersion; it is never changed afterwards.
+func (k *known) keepValidated(secretVersion string, accepted *kubeconfig.Kubeconfig) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.accepted, k.acceptedVersion = accepted, secretVersion
 }
 
 // tlsSessionCacheSize holds the sessions of one server; a few spare for
