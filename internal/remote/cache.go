@@ -284,17 +284,18 @@ func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	// A connection built again after an idle close, from the Secret it was
 	// built from before, takes the kubeconfig as it was validated then:
 	// parsing and checking it again was 6% of an idle fleet's CPU.
-	accepted := prior.validated(secret.UID, secret.ResourceVersion)
-	if accepted == nil {
-		var err error
-		accepted, err = kubeconfig.Validate(raw)
+	creds := prior.credentialsOf(secret.UID, secret.ResourceVersion)
+	if creds == nil {
+		accepted, err := kubeconfig.Validate(raw)
 		if errors.Is(err, kubeconfig.ErrUnparsable) {
 			return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
 		}
+		creds = newCredentials(secret.ResourceVersion, accepted)
 	}
+	accepted := creds.accepted
 	cfg := restConfig(accepted)
 	cfg.Timeout = c.opts.RequestTimeout
 	if c.opts.QPS > 0 {
@@ -307,8 +308,8 @@ func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	if identity := (Identity{SecretUID: secret.UID, Server: accepted.Server}); state == nil || state.identity != identity {
 		state = newKnown(identity)
 	}
-	state.keepValidated(secret.ResourceVersion, accepted)
-	httpClient, err := httpClientFor(cfg, state.tlsSessions(secret.ResourceVersion), c.opts.observeTLS)
+	state.keepCredentials(creds)
+	httpClient, err := httpClientFor(cfg, creds.sessions, c.opts.observeTLS)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Secret %s/%s: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, err)
 	}

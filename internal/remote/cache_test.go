@@ -353,7 +353,7 @@ func TestIdleConnectionIsClosedAndWhatIsKnownStays(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rebuilt).NotTo(BeIdenticalTo(first))
 	g.Expect(rebuilt.Identity()).To(Equal(first.Identity()))
-	g.Expect(rebuilt.known.validated(rebuilt.Identity().SecretUID, rebuilt.secretVersion)).NotTo(BeNil(), "the kubeconfig as validated is kept")
+	g.Expect(rebuilt.known.credentialsOf(rebuilt.Identity().SecretUID, rebuilt.secretVersion)).NotTo(BeNil(), "the kubeconfig as validated is kept")
 	memo, remembered := Recall[crdMemo](rebuilt)
 	g.Expect(remembered).To(BeTrue(), "memos outlive an idle close")
 	g.Expect(memo).To(Equal(crdMemo("crds@1")))
@@ -453,10 +453,10 @@ func TestConnectionBuiltAfterIdleCloseResumesTLS(t *testing.T) {
 
 	use()
 	g.Expect(handshakes()).To(Equal([]bool{false}), "the first connection makes a full handshake")
-	accepted := cache.runtimes["resume"].known.accepted
+	accepted := cache.runtimes["resume"].known.credentials.accepted
 	closeIdle()
 	use()
-	g.Expect(cache.runtimes["resume"].known.accepted).To(BeIdenticalTo(accepted), "the same Secret's kubeconfig is not parsed and checked again")
+	g.Expect(cache.runtimes["resume"].known.credentials.accepted).To(BeIdenticalTo(accepted), "the same Secret's kubeconfig is not parsed and checked again")
 	g.Expect(handshakes()).To(Equal([]bool{false, true}), "the connection built after an idle close resumes the session")
 
 	// Rotated credentials: the Secret changes, the runtime stays the same.
@@ -469,5 +469,5 @@ func TestConnectionBuiltAfterIdleCloseResumesTLS(t *testing.T) {
 	}).Should(Succeed())
 	use()
 	g.Expect(handshakes()).To(Equal([]bool{false, true, false}), "new credentials make a full handshake")
-	g.Expect(cache.runtimes["resume"].known.accepted).NotTo(BeIdenticalTo(accepted), "a changed Secret is validated again")
+	g.Expect(cache.runtimes["resume"].known.credentials.accepted).NotTo(BeIdenticalTo(accepted), "a changed Secret is validated again")
 }

@@ -98,54 +98,50 @@ type known struct {
 	mu       sync.Mutex
 	memos    map[reflect.Type]any
 	mappings FoundMappings
-	// sessions are the TLS sessions of the runtime's connections, for the
-	// credentials of the Secret at sessionsVersion: a session resumed after
-	// a rotation would present the old client certificate again.
-	sessions        tls.ClientSessionCache
-	sessionsVersion string
-	// accepted is the kubeconfig of the Secret at acceptedVersion as
-	// kubeconfig.Validate accepted it.
-	accepted        *kubeconfig.Kubeconfig
-	acceptedVersion string
+	// credentials are what the Secret gave at one resourceVersion.
+	credentials *credentials
 }
 
-// validated is the kubeconfig accepted from the Secret of this identity at
-// secretVersion, or nil when k is nil, another Secret's, or holds another
-// version's.
-func (k *known) validated(secretUID types.UID, secretVersion string) *kubeconfig.Kubeconfig {
-	if k == nil || k.identity.SecretUID != secretUID {
-		return nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.acceptedVersion != secretVersion {
-		return nil
-	}
-	return k.accepted
-}
-
-// keepValidated remembers the kubeconfig accepted from the Secret at
-// secretVersion; it is never changed afterwards.
-func (k *known) keepValidated(secretVersion string, accepted *kubeconfig.Kubeconfig) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.accepted, k.acceptedVersion = accepted, secretVersion
+// credentials are the kubeconfig of one version of a runtime's Secret, as
+// kubeconfig.Validate accepted it, and the TLS sessions of the connections
+// made with it. A connection built again after an idle close from the same
+// version takes both: the kubeconfig is not parsed and checked again, and
+// the handshake resumes. Another version starts afresh: a session resumed
+// after a rotation would present the old client certificate again.
+type credentials struct {
+	secretVersion string
+	accepted      *kubeconfig.Kubeconfig
+	sessions      tls.ClientSessionCache
 }
 
 // tlsSessionCacheSize holds the sessions of one server; a few spare for
 // connections opened at once.
 const tlsSessionCacheSize = 4
 
-// tlsSessions is the session cache for connections made with the
-// credentials of the Secret at secretVersion; a new version starts empty.
-func (k *known) tlsSessions(secretVersion string) tls.ClientSessionCache {
+func newCredentials(secretVersion string, accepted *kubeconfig.Kubeconfig) *credentials {
+	return &credentials{secretVersion: secretVersion, accepted: accepted, sessions: tls.NewLRUClientSessionCache(tlsSessionCacheSize)}
+}
+
+// credentialsOf are the credentials kept for the Secret of this identity at
+// secretVersion, or nil when k is nil, another Secret's, or keeps another
+// version's.
+func (k *known) credentialsOf(secretUID types.UID, secretVersion string) *credentials {
+	if k == nil || k.identity.SecretUID != secretUID {
+		return nil
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.sessions == nil || k.sessionsVersion != secretVersion {
-		k.sessions = tls.NewLRUClientSessionCache(tlsSessionCacheSize)
-		k.sessionsVersion = secretVersion
+	if k.credentials == nil || k.credentials.secretVersion != secretVersion {
+		return nil
 	}
-	return k.sessions
+	return k.credentials
+}
+
+// keepCredentials keeps c for the next connection; c is never changed.
+func (k *known) keepCredentials(c *credentials) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.credentials = c
 }
 
 func newKnown(identity Identity) *known {

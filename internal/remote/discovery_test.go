@@ -88,7 +88,7 @@ func BenchmarkIdleRuntimeMemory(b *testing.B) {
 func BenchmarkIdleRuntimeMemoryNoTLSSession(b *testing.B) {
 	heapPerRuntime(b, true, func(c *Cluster) any {
 		c.close()
-		c.known.sessions = nil
+		c.known.credentials.sessions = nil
 		return c.known
 	})
 }
@@ -113,7 +113,9 @@ func heapPerRuntime(b *testing.B, ownTLS bool, keep func(*Cluster) any) {
 	for b.Loop() {
 		known, cfg, client := newKnown(Identity{}), rest.CopyConfig(kcp.Config()), httpClient
 		if ownTLS {
-			if client, err = httpClientFor(cfg, known.tlsSessions("1"), nil); err != nil {
+			creds := newCredentials("1", nil)
+			known.keepCredentials(creds)
+			if client, err = httpClientFor(cfg, creds.sessions, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,23 @@
 package testcluster
 
-import "path/filepath"
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+)
+
+// GoBuild builds the Go package pkg (such as ./cmd/lifecycle-manager) of
+// the module at srcRoot into out, as an image or a user builds it. The Go
+// build cache makes it quick after the test binary itself was built. Tests
+// that run the operator or lmctl as processes build them with it.
+func GoBuild(srcRoot, pkg, out string) error {
+	build := exec.Command("go", "build", "-o", out, pkg)
+	build.Dir = srcRoot
+	if output, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s in %s: %w\n%s", pkg, srcRoot, err, output)
+	}
+	return nil
+}
 
 // Command is a binary under test started the way the clusters' own processes are: it dies
 // with the test binary however that ends (see startOnLauncherThread), runs in a process

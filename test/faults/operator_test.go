@@ -3,7 +3,6 @@ package faults
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,13 +31,7 @@ func buildOperator(dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "lifecycle-manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lifecycle-manager")
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("building the operator: %w", err)
-	}
-	return bin, nil
+	return bin, testcluster.GoBuild(root, "./cmd/lifecycle-manager", bin)
 }
 
 // operatorArgs are the flags of the operator under test: the control plane

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -71,10 +70,5 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 		return operator.Options{}, err
 	}
 	env.bin = filepath.Join(env.dir, "lifecycle-manager")
-	build := exec.Command("go", "build", "-o", env.bin, "./cmd/lifecycle-manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return operator.Options{}, fmt.Errorf("building the operator: %w\n%s", err, out)
-	}
-	return operator.Options{}, nil
+	return operator.Options{}, testcluster.GoBuild(root, "./cmd/lifecycle-manager", env.bin)
 }

@@ -111,10 +111,8 @@ func buildPrevious(t *testing.T) string {
 		t.Fatalf("extracting the previous build's source %s (a shallow clone lacks it; fetch the history): %v\n%s", previousRelease, err, out)
 	}
 	bin := filepath.Join(env.dir, "lifecycle-manager-previous")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lifecycle-manager")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the previous operator: %v\n%s", err, out)
+	if err := testcluster.GoBuild(src, "./cmd/lifecycle-manager", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

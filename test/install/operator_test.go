@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,10 +169,8 @@ func freeAddress(t *testing.T) string {
 func buildOperator(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "lifecycle-manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lifecycle-manager")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
+	if err := testcluster.GoBuild(root, "./cmd/lifecycle-manager", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 // readyTimeout bounds one `lmctl dev` from start to Ready: about 15 s on two
@@ -68,11 +69,8 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	lmctlBin = filepath.Join(tmp, "lmctl")
-	build := exec.Command("go", "build", "-o", lmctlBin, "./cmd/lmctl")
-	build.Dir = repoRoot
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building lmctl:", err)
+	if err := testcluster.GoBuild(repoRoot, "./cmd/lmctl", lmctlBin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

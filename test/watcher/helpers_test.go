@@ -25,7 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 	watcherctrl "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/listener/report"
@@ -196,6 +198,24 @@ func editRuntimeKyma(t testing.TB, change func(*v1beta2.Kyma)) {
 		g.Expect(env.rtClient.Get(context.Background(), runtimeKymaKey, kyma)).To(Succeed())
 		change(kyma)
 		g.Expect(env.rtClient.Update(context.Background(), kyma)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+}
+
+// installEvolving adds the evolving module to the Kyma in the control plane
+// and waits until its Manifest is Ready.
+func (k *watchedKyma) installEvolving(g Gomega) {
+	ctx := context.Background()
+	g.Eventually(func(g Gomega) {
+		cp := &v1beta2.Kyma{}
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, cp)).To(Succeed())
+		addModule(samplemodules.Evolving)(cp)
+		g.Expect(env.kcpClient.Update(ctx, cp)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	key := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, samplemodules.Evolving)}
+	g.Eventually(func(g Gomega) {
+		manifest := &v1beta2.Manifest{}
+		g.Expect(env.kcpClient.Get(ctx, key, manifest)).To(Succeed())
+		g.Expect(manifest.Status.State).To(Equal(v1beta2.StateReady))
 	}, timeout, interval).Should(Succeed())
 }
 

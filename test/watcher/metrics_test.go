@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"context"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -14,12 +13,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
-	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
@@ -33,19 +28,8 @@ var seriesName = regexp.MustCompile(`\b(?:lifecycle_manager|controller_runtime|w
 // dropped metric fails here, not in an SRE's empty panel or silent alert.
 func TestDashboardAndAlertSeriesExist(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	k := newWatchedKyma(t, "metrics")
-	g.Eventually(func(g Gomega) {
-		cp := &v1beta2.Kyma{}
-		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, cp)).To(Succeed())
-		addModule(samplemodules.Evolving)(cp)
-		g.Expect(env.kcpClient.Update(ctx, cp)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		manifest := &v1beta2.Manifest{}
-		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, samplemodules.Evolving)}, manifest)).To(Succeed())
-		g.Expect(manifest.Status.State).To(Equal(v1beta2.StateReady))
-	}, timeout, interval).Should(Succeed())
+	k.installEvolving(g)
 
 	wanted := queriedSeries(t)
 	g.Expect(wanted).To(ContainElements("lifecycle_manager_kyma_state", "lifecycle_manager_module_time_to_ready_seconds", "workqueue_depth"),

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
@@ -30,18 +29,7 @@ func TestModuleResourceDriftIsCorrectedAtOnce(t *testing.T) {
 	ctx := context.Background()
 	k := newWatchedKyma(t, "drift")
 
-	g.Eventually(func(g Gomega) {
-		cp := &v1beta2.Kyma{}
-		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, cp)).To(Succeed())
-		addModule(samplemodules.Evolving)(cp)
-		g.Expect(env.kcpClient.Update(ctx, cp)).To(Succeed())
-	}, timeout, interval).Should(Succeed())
-	manifestKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, samplemodules.Evolving)}
-	g.Eventually(func(g Gomega) {
-		manifest := &v1beta2.Manifest{}
-		g.Expect(env.kcpClient.Get(ctx, manifestKey, manifest)).To(Succeed())
-		g.Expect(manifest.Status.State).To(Equal(v1beta2.StateReady))
-	}, timeout, interval).Should(Succeed())
+	k.installEvolving(g)
 	configKey := client.ObjectKey{Namespace: runtimeNamespace, Name: "evolving-config"}
 	g.Expect(env.rtClient.Get(ctx, configKey, &corev1.ConfigMap{})).To(Succeed())
 
