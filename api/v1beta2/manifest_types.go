@@ -27,6 +27,8 @@ type Manifest struct {
 }
 
 // ManifestSpec is the desired installation of one module in one runtime.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.operatorKubeconfig) || !self.operatorKubeconfig || has(self.rbac)",message="operatorKubeconfig needs rbac: the kubeconfig's token holds exactly the declared rights"
 type ManifestSpec struct {
 	// Remote is true when the module goes to the runtime, as the Kyma API
 	// writes it. false, the control plane, is refused at admission for now:
@@ -94,6 +96,21 @@ type ManifestSpec struct {
 	// the operator's default (kyma-system) when empty. Copied from the Kyma.
 	// +optional
 	SyncNamespace string `json:"syncNamespace,omitempty"`
+
+	// RBAC is what the module's ModuleTemplate declares (spec.rbac),
+	// copied by the Kyma controller. The content is applied as an identity
+	// of the module's own that holds these rules and the right to write
+	// the content's objects, by name. Absent, the operator's
+	// --undeclared-module-access decides (docs/security.md).
+	// +optional
+	RBAC *ModuleRBAC `json:"rbac,omitempty"`
+
+	// OperatorKubeconfig is true for a module whose operator runs in the
+	// control plane (ModuleTemplate target: control-plane): a Secret in
+	// the Manifest's namespace holds a kubeconfig with the module's own
+	// token for the runtime, renewed before it expires. It needs rbac.
+	// +optional
+	OperatorKubeconfig bool `json:"operatorKubeconfig,omitempty"`
 }
 
 // InstallInfo is the OCM install source of the Kyma API.
@@ -144,7 +161,41 @@ type ManifestStatus struct {
 	// ObservedGeneration is the last generation applied successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Access is whose rights the module's content is applied with.
+	// +optional
+	Access *ModuleAccess `json:"access,omitempty"`
 }
+
+// ModuleAccess is how the operator acts for a module in its runtime.
+type ModuleAccess struct {
+	// Identity is whose rights the content is applied with: the module's
+	// ServiceAccount in the runtime, as namespace/name, or "admin", the
+	// runtime's kubeconfig, for a module that declares no RBAC while the
+	// operator runs with --undeclared-module-access=admin.
+	Identity string `json:"identity"`
+
+	// Writes lists the resources (plural.group) of which the identity may
+	// write the objects that the module's content names, besides the
+	// declared rules: what applying the content needs.
+	// +optional
+	// +listType=atomic
+	Writes []string `json:"writes,omitempty"`
+
+	// Kubeconfig names the Secret, in the Manifest's namespace, that holds
+	// the module's token for its operator in the control plane.
+	// +optional
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+
+	// TokenExpires is when the token in Kubeconfig expires; it is renewed
+	// well before.
+	// +optional
+	TokenExpires *metav1.Time `json:"tokenExpires,omitempty"`
+}
+
+// IdentityAdmin is ModuleAccess.Identity of a module applied with the
+// runtime's kubeconfig.
+const IdentityAdmin = "admin"
 
 // +kubebuilder:object:root=true
 

@@ -25,6 +25,8 @@ type ModuleTemplate struct {
 }
 
 // ModuleTemplateSpec describes one module version.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.target) || self.target != 'control-plane' || has(self.rbac)",message="target control-plane needs spec.rbac: the module's operator gets a token with exactly the declared rights; declare the rules it needs (docs/modules.md), or install it into the runtime (target: runtime)"
 type ModuleTemplateSpec struct {
 	// Channel is deprecated in the Kyma API; accepted and ignored. Channels
 	// are assigned by ModuleReleaseMeta.
@@ -91,15 +93,18 @@ type ModuleTemplateSpec struct {
 	// +optional
 	RequiresDowntime bool `json:"requiresDowntime,omitempty"`
 
-	// Target is where the module is installed: the runtime (default; older
-	// versions of the Kyma API wrote it as remote). control-plane is refused
-	// at admission for now: installed with the operator's own rights, a
-	// module could take over the control plane; it waits for modules to get
-	// identities of their own (least privilege).
+	// Target is where the module's operator runs: the runtime (default;
+	// older versions of the Kyma API wrote it as remote), or the control
+	// plane. A control-plane module's content still goes to the runtime
+	// (its CRDs, its default custom resource); its operator, deployed in
+	// the control plane by the platform, reaches the runtime through a
+	// kubeconfig Secret that this operator keeps next to the Manifest,
+	// holding the module's own least-privilege token (docs/security.md).
+	// It must declare rbac: without it the token would be the runtime's
+	// admin.
 	// +optional
 	// +kubebuilder:default:=runtime
 	// +kubebuilder:validation:Enum=runtime;remote;control-plane
-	// +kubebuilder:validation:XValidation:rule="self != 'control-plane'",message="target control-plane is not supported yet: the module would run with the operator's rights in the control plane; install the module into the runtime (target: runtime)"
 	Target string `json:"target,omitempty"`
 
 	// RuntimeValues lists the Helm values a runtime owner may set for this
@@ -118,8 +123,14 @@ type ModuleTemplateSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
 	RuntimeValues []string `json:"runtimeValues,omitempty"`
 
-	// RBAC is the access the module's own operator needs in the runtime; it
-	// is granted through a dedicated, least-privilege identity.
+	// RBAC is the access the module's own operator needs in the runtime.
+	// A module that declares it gets an identity of its own in each
+	// runtime, a ServiceAccount that holds these rules and the right to
+	// write the objects of its content, by name, and its content is
+	// applied as that identity: the runtime's API server refuses content
+	// that would grant more than was declared. A module that declares none
+	// is applied as the operator's --undeclared-module-access says
+	// (docs/security.md).
 	// +optional
 	RBAC *ModuleRBAC `json:"rbac,omitempty"`
 }
@@ -129,18 +140,25 @@ const (
 	TargetRuntime = "runtime"
 	// TargetRemote is how older versions of the Kyma API name the runtime.
 	TargetRemote = "remote"
-	// TargetControlPlane is refused at admission (see ModuleTemplateSpec.Target).
+	// TargetControlPlane: the module's operator runs in the control plane
+	// (see ModuleTemplateSpec.Target).
 	TargetControlPlane = "control-plane"
 )
 
-// ModuleRBAC is the access a module's operator is granted.
+// ModuleRBAC is the access a module's operator is granted. It is also the
+// most that the module's content may grant: a ClusterRole or Role in the
+// content may hold only rules that these cover.
 type ModuleRBAC struct {
 	// ClusterRules are granted cluster-wide.
 	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
 	ClusterRules []rbacv1.PolicyRule `json:"clusterRules,omitempty"`
 
 	// NamespacedRules are granted in the runtime's sync namespace.
 	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
 	NamespacedRules []rbacv1.PolicyRule `json:"namespacedRules,omitempty"`
 }
 

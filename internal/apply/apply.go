@@ -38,6 +38,12 @@ type Result struct {
 
 // Applier applies to one runtime.
 type Applier struct {
+	// AfterStaged, when set, runs in ApplyModule after the staged objects
+	// (CRDs, Namespaces, what exists already) and before the objects it
+	// creates directly: a module identity's writes in a Namespace that its
+	// content creates can only be granted once the Namespace exists.
+	AfterStaged func(context.Context) error
+
 	manager      *ssa.ResourceManager
 	client       client.Client
 	fieldManager string

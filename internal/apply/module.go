@@ -97,6 +97,11 @@ func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstr
 		}
 		result.Changed = applied.Changed
 	}
+	if a.AfterStaged != nil {
+		if err := a.AfterStaged(ctx); err != nil {
+			return ModuleResult{}, err
+		}
+	}
 	if err := a.create(ctx, fresh); err != nil {
 		return ModuleResult{}, err
 	}

@@ -100,6 +100,10 @@ type Options struct {
 	// KymaProgressInterval is how often, at most, a Kyma's status is
 	// written only to report that more of its modules became ready.
 	KymaProgressInterval time.Duration
+	// ModuleAccess configures the modules' own identities in runtimes
+	// (SPEC R10): what a module that declares no RBAC is written as, and
+	// the tokens of modules whose operator runs in the control plane.
+	ModuleAccess manifest.AccessOptions
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -125,6 +129,7 @@ func DefaultOptions() Options {
 		MaxWorkersPerRuntime:  4,
 		RuntimeIdleTimeout:    time.Minute,
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
+		ModuleAccess:          manifest.AccessOptions{Undeclared: manifest.UndeclaredAdmin, TokenTTL: time.Hour},
 	}
 }
 
@@ -153,6 +158,9 @@ func Run(ctx context.Context, opts Options) error {
 func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if opts.Config == nil {
 		return nil, errors.New("operator: no control-plane config")
+	}
+	if err := opts.ModuleAccess.Validate(); err != nil {
+		return nil, err
 	}
 	scheme, err := NewScheme()
 	if err != nil {
@@ -298,6 +306,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		ReconcileTimeout:    opts.ReconcileTimeout,
 		Reporting:           watcherSources.Reporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
+		Access:              opts.ModuleAccess,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,

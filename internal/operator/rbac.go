@@ -29,8 +29,10 @@ package operator
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers/status,verbs=patch
 //
-// Runtime kubeconfig Secrets and the registry credentials are read only.
-// +kubebuilder:rbac:groups="",namespace=kcp-system,resources=secrets,verbs=get;list;watch
+// Runtime kubeconfig Secrets and the registry credentials are read; the
+// kubeconfig Secrets of modules whose operator runs in the control plane
+// (their own tokens, never the runtime's admin credential) are written.
+// +kubebuilder:rbac:groups="",namespace=kcp-system,resources=secrets,verbs=get;list;watch;create;patch;delete
 //
 // Events on Kymas and Manifests (events.k8s.io), and the leader election
 // Lease with its events (client-go's leader election records core Events).

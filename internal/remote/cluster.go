@@ -11,6 +11,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -57,6 +58,22 @@ func (c *Cluster) Applier() *apply.Applier { return apply.NewApplier(c.Client, c
 // apply.NewApplierAs.
 func (c *Cluster) ApplierAs(fieldManager string) *apply.Applier {
 	return apply.NewApplierAs(c.Client, c.Mapper, fieldManager)
+}
+
+// As returns a client that acts in the runtime as the named user, over the
+// same connection: each request carries the user to impersonate, and the
+// runtime's API server authorizes it as that user. The admin credential
+// stays with this connection; the user needs no credential of its own.
+func (c *Cluster) As(username string) (client.Client, error) {
+	impersonating := &http.Client{
+		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: username}, c.httpClient.Transport),
+		Timeout:   c.httpClient.Timeout,
+	}
+	cl, err := client.New(c.Config, client.Options{HTTPClient: impersonating, Scheme: c.Client.Scheme(), Mapper: c.Mapper})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client acting as %s: %w", username, err)
+	}
+	return cl, nil
 }
 
 // Forget drops every memo of the runtime, and the kinds it was found to

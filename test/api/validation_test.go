@@ -90,9 +90,14 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			want: []string{"spec.target", `supported values: "runtime", "remote", "control-plane"`},
 		},
 		{
-			name: "template targeting the control plane",
+			name: "template targeting the control plane without RBAC",
 			obj:  template("t4", v1beta2.ModuleTemplateSpec{ModuleName: "sample", Version: "1.0.0", Target: v1beta2.TargetControlPlane}),
-			want: []string{"spec.target", "target control-plane is not supported yet", "install the module into the runtime (target: runtime)"},
+			want: []string{"spec", "target control-plane needs spec.rbac", "install it into the runtime (target: runtime)"},
+		},
+		{
+			name: "manifest with an operator kubeconfig but no RBAC",
+			obj:  &v1beta2.Manifest{ObjectMeta: meta("m3"), Spec: v1beta2.ManifestSpec{Remote: true, ModuleName: "sample", OperatorKubeconfig: true}},
+			want: []string{"spec", "operatorKubeconfig needs rbac"},
 		},
 		{
 			name: "template runtime value key that is not a dotted path",
@@ -191,7 +196,8 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 // TestRuntimeTargetsOfTheKymaAPIStillApply checks that refusing the control
 // plane leaves every runtime target of the Kyma API valid: a Manifest with
 // remote: true, a Manifest without remote, a template with the older target:
-// remote, and a template without target, which defaults to the runtime.
+// remote, and a template without target, which defaults to the runtime. A
+// control-plane template that declares RBAC is accepted too.
 func TestRuntimeTargetsOfTheKymaAPIStillApply(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -206,6 +212,9 @@ func TestRuntimeTargetsOfTheKymaAPIStillApply(t *testing.T) {
 		  "spec":{"channel":"regular","target":"remote","data":{"apiVersion":"v1","kind":"Sample"},"descriptor":{"component":{"name":"x"}}}}`,
 		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"ModuleTemplate","metadata":{"name":"no-target"},
 		  "spec":{"moduleName":"sample","version":"1.0.0"}}`,
+		`{"apiVersion":"operator.kyma-project.io/v1beta2","kind":"ModuleTemplate","metadata":{"name":"control-plane-with-rbac"},
+		  "spec":{"moduleName":"sample","version":"1.0.0","target":"control-plane",
+		          "rbac":{"namespacedRules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","list","watch"]}]}}}`,
 	}
 	for _, raw := range objects {
 		obj := &unstructured.Unstructured{}

@@ -180,7 +180,7 @@ func (r *Reconciler) desired(ctx context.Context, kyma *v1beta2.Kyma) ([]source,
 		if hidden[t.Spec.ModuleName] || !visible(t.Labels, resolve.RestrictionOf(t.Labels, nil)) {
 			continue
 		}
-		if t.Spec.Target == v1beta2.TargetControlPlane {
+		if t.Spec.Target == v1beta2.TargetControlPlane && t.Spec.RBAC == nil {
 			// Stored before admission refused it; the runtime's API server,
 			// with the same CRD, would refuse the copy and with it the
 			// whole sync. Nothing can install it anyway.

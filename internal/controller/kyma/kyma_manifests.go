@@ -104,7 +104,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 			Finalizers: []string{v1beta2.ManifestFinalizer},
 		},
 		Spec: v1beta2.ManifestSpec{
-			Remote:               template.Spec.Target != v1beta2.TargetControlPlane,
+			Remote:               true,
 			Version:              module.Version,
 			ModuleName:           module.Name,
 			Resources:            resources,
@@ -112,6 +112,8 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 			Manager:              template.Spec.Manager.DeepCopy(),
 			Debug:                debugEnabled(kyma, module.Spec),
 			SyncNamespace:        kyma.Spec.SyncNamespace,
+			RBAC:                 template.Spec.RBAC.DeepCopy(),
+			OperatorKubeconfig:   template.Spec.Target == v1beta2.TargetControlPlane,
 		},
 	}
 	if hasHelmChart(template) {

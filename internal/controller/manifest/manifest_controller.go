@@ -55,6 +55,8 @@ type Reconciler struct {
 	// interval.
 	Reporting           Reporting
 	ReportedReadyFactor int
+	// Access configures the modules' identities (manifest_access.go).
+	Access AccessOptions
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
@@ -138,9 +140,16 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return contentFailed(err)
 	}
 	r.verified.Forget(manifest.UID)
-	observed := &apply.Observed{}
-	if o, ok := r.applyAndPrune(ctx, cluster, manifest, objects, observed); !ok {
+	writer, grantPending, o, ok := r.prepareWriter(ctx, cluster, manifest, objects)
+	if !ok {
 		return o
+	}
+	observed := &apply.Observed{}
+	if o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, objects); !ok {
+		return o
+	}
+	if err := r.ensureKubeconfig(ctx, cluster, manifest); err != nil {
+		return reconciler.Retry(ReasonApplyFailed, failedMessage("Writing the module's kubeconfig Secret", err), err)
 	}
 	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
 	return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
@@ -153,7 +162,11 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, defaultCRUnknownMessage(err), err)
 	}
-	if err := r.ensureCustomResource(ctx, cluster.Client, manifest, cr); err != nil {
+	if err := r.ensureCustomResource(ctx, cluster, manifest, cr); err != nil {
+		if o, ok := accessRefused(manifest, err, r.Intervals); ok {
+			r.refused(cluster, manifest)
+			return o
+		}
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return reconciler.Retry(ReasonApplyFailed, failedMessage("Creating the module's default custom resource", err), err)
 	}
@@ -178,12 +191,18 @@ func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, m
 }
 
 // applyAndPrune applies the rendered objects guarded by ownership and
-// prunes what the module no longer ships; ok is false when the reconcile
-// must end with o. observed records the versions the runtime answered with.
-func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured, observed *apply.Observed) (o reconciler.Outcome, ok bool) {
+// prunes what the module no longer ships, writing through writer; ok is
+// false when the reconcile must end with o. grantPending, when set, runs
+// once the content's cluster definitions (its Namespaces) are applied.
+func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, writer client.Client, grantPending func(context.Context) error, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
-	applier := apply.NewApplier(observed.Client(cluster.Client), cluster.Mapper)
+	applier := apply.NewApplier(writer, cluster.Mapper)
+	applier.AfterStaged = grantPending
 	applied, err := applier.ApplyModule(ctx, objects, r.owner(manifest), manifest.Status.Synced)
+	if o, ok := accessRefused(manifest, err, r.Intervals); ok {
+		r.refused(cluster, manifest)
+		return o, false
+	}
 	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
 		// Someone else's objects: nothing was applied and nothing is pruned.
 		// Only a person can resolve it, in the runtime, which is not
@@ -211,6 +230,10 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 	removal, err := applier.PruneModule(ctx, manifest.Status.Synced, applied.Inventory, r.removeOptions(manifest))
 	manifest.Status.Synced = append(applied.Inventory, removal.Kept...) //nolint:gocritic // Inventory is ours to extend
 	r.reportRemoval(ctx, manifest, removal)
+	if o, ok := accessRefused(manifest, err, r.Intervals); ok {
+		r.refused(cluster, manifest)
+		return o, false
+	}
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return reconciler.Retry(ReasonPruneFailed, failedMessage("Removing resources the module no longer ships", err), err), false
@@ -219,10 +242,14 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 }
 
 // ensureCustomResource creates the module's default custom resource when it
-// is absent; one that exists is used as it is.
-func (r *Reconciler) ensureCustomResource(ctx context.Context, c client.Client, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) error {
+// is absent, as the module's identity; one that exists is used as it is.
+func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) error {
 	if cr == nil {
 		return nil
+	}
+	c, err := r.writer(cluster, manifest)
+	if err != nil {
+		return err
 	}
 	state, err := apply.EnsureCustomResource(ctx, c, cr, r.owner(manifest))
 	if err != nil {

@@ -37,21 +37,31 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 			// The runtime is gone for good: its Secret was deleted. There
 			// is nothing left to clean up in it, so do not block forever.
 			ctrl.LoggerFrom(ctx).Info("Runtime has no kubeconfig Secret any more; releasing the Manifest without cleanup")
+			if err := r.removeIdentity(ctx, nil, manifest); err != nil {
+				return r.deleteFailed(manifest, err)
+			}
 			return reconciler.Done()
 		}
 		return o
 	}
-	applier := cluster.Applier()
+	// The module's objects are removed as the module's identity, which
+	// holds the writes of everything in the inventory; the identity goes
+	// last.
+	writer, err := r.writer(cluster, manifest)
+	if err != nil {
+		return r.deleteFailed(manifest, err)
+	}
+	applier := apply.NewApplier(writer, cluster.Mapper)
 	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, r.owner(manifest)); err != nil {
 			return r.deleteFailed(manifest, err)
 		}
-		return reconciler.Done()
+		return r.uninstalled(ctx, cluster, manifest)
 	}
-	if err := r.deleteDefaultCustomResource(ctx, cluster, manifest); err != nil {
+	if err := r.deleteDefaultCustomResource(ctx, cluster, writer, manifest); err != nil {
 		return r.deleteFailed(manifest, err)
 	}
-	crs, err := r.removeOwnCustomResources(ctx, cluster.Client, applier, manifest)
+	crs, err := r.removeOwnCustomResources(ctx, writer, applier, manifest)
 	if err != nil {
 		return r.deleteFailed(manifest, err)
 	}
@@ -72,12 +82,23 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 		return waitingForNamespaces(removal.Waiting, r.Intervals.After(v1beta2.StateDeleting))
 	}
 	r.events.Normal(manifest, "Uninstalled", "Removed the module's resources from the runtime")
+	return r.uninstalled(ctx, cluster, manifest)
+}
+
+// uninstalled removes the module's identity once nothing of the module is
+// left to write.
+func (r *Reconciler) uninstalled(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) reconciler.Outcome {
+	if manifest.Status.Access != nil && manifest.Status.Access.Identity != v1beta2.IdentityAdmin {
+		if err := r.removeIdentity(ctx, cluster, manifest); err != nil {
+			return r.deleteFailed(manifest, err)
+		}
+	}
 	return reconciler.Done()
 }
 
 // deleteDefaultCustomResource starts deleting the module's default custom
 // resource, if it is the module's; one the runtime owner made is left.
-func (r *Reconciler) deleteDefaultCustomResource(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) error {
+func (r *Reconciler) deleteDefaultCustomResource(ctx context.Context, cluster *remote.Cluster, writer client.Client, manifest *v1beta2.Manifest) error {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		if meta.IsNoMatchError(err) {
@@ -88,7 +109,7 @@ func (r *Reconciler) deleteDefaultCustomResource(ctx context.Context, cluster *r
 	if cr == nil {
 		return nil
 	}
-	deletion, err := apply.DeleteCustomResource(ctx, cluster.Client, cr, r.owner(manifest))
+	deletion, err := apply.DeleteCustomResource(ctx, writer, cr, r.owner(manifest))
 	if err != nil {
 		return err
 	}

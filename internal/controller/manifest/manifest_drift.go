@@ -37,7 +37,7 @@ const listingTTL = 30 * time.Second
 // reconcile runs and reports what is wrong.
 func (r *Reconciler) unchanged(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) bool {
 	verified, ok := r.verified.Recall(manifest.UID)
-	if !ok || !verified.Describes(manifest, cluster.Identity()) {
+	if !ok || !verified.Describes(manifest, cluster.Identity()) || r.tokenDue(manifest, time.Now()) {
 		return false
 	}
 	kyma := kymaName(manifest)

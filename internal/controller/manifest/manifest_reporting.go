@@ -40,6 +40,9 @@ func (r *Reconciler) next(ctx context.Context, cluster *remote.Cluster, manifest
 		return o
 	}
 	after := r.readyAfter(ctx, cluster, manifest)
+	if untilDue, ok := r.untilTokenDue(manifest, time.Now()); ok && untilDue < after {
+		after = untilDue
+	}
 	if r.checks != nil {
 		if _, ok := r.verified.Recall(manifest.UID); ok {
 			r.checks.schedule(manifest, after)

@@ -65,6 +65,10 @@ const (
 	ReasonWaitingForNamespace = "WaitingForNamespace"
 	// ReasonDeleteFailed: removing from the runtime failed.
 	ReasonDeleteFailed = "DeleteFailed"
+	// ReasonAccessRefused: the runtime refused a write to the module's
+	// identity (its content asks for more than its template declares), or
+	// the module declares no RBAC and the operator refuses such modules.
+	ReasonAccessRefused = "AccessRefused"
 )
 
 // maxNamed is how many objects a condition message names at most.
