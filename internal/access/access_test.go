@@ -359,3 +359,47 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 	}
 	return review.Status.UserInfo.Username, nil
 }
+
+// The grant names every object of the content and of the inventory (what
+// a prune may still delete), by resource and name, per namespace; kinds
+// that the content's CRDs define get their resource from the CRD, before
+// the runtime serves them.
+func TestDeriveNamesEveryObject(t *testing.T) {
+	g := NewWithT(t)
+	objects := decode(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: parcels.post.example.com}
+spec:
+  group: post.example.com
+  scope: Namespaced
+  names: {kind: Parcel, plural: parcels}
+---
+apiVersion: post.example.com/v1
+kind: Parcel
+metadata: {name: first, namespace: mail}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: mail}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: mail}
+`, "")
+	inventory := []v1beta2.Resource{
+		{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "mail", Name: "old"},
+		{GroupVersionKind: metav1.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gone"}, Namespace: "mail", Name: "x"},
+	}
+	grant, err := access.Derive(v1beta2.ModuleRBAC{}, objects, inventory, admin.RESTMapper())
+	g.Expect(err).NotTo(HaveOccurred())
+	verbs := []string{"get", "create", "update", "patch", "delete"}
+	g.Expect(grant.Cluster).To(Equal([]rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"parcels.post.example.com"}, Verbs: verbs},
+	}))
+	g.Expect(grant.Namespaced).To(HaveKeyWithValue("mail", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"a", "b", "old"}, Verbs: verbs},
+		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, ResourceNames: []string{"first"}, Verbs: verbs},
+	}))
+	g.Expect(grant.Writes()).To(Equal([]string{"configmaps", "customresourcedefinitions.apiextensions.k8s.io", "parcels.post.example.com"}))
+	g.Expect(grant.Hash()).NotTo(Equal(access.Grant{}.Hash()))
+}

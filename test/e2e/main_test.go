@@ -11,6 +11,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/access"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -73,6 +74,10 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
+	// Tokens of control-plane modules are renewed every few seconds, so
+	// that a test sees a renewal (access_test.go).
+	opts.ModuleAccess.TokenTTL = access.MinTokenTTL
+	opts.ModuleAccess.TokenRenewBefore = access.MinTokenTTL - 3*time.Second
 	return opts, nil
 }
 

@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+// Least privilege for modules (SPEC R10): a module whose template declares
+// RBAC is applied as an identity of its own, which the runtime's API server
+// holds to the declared rules and the content's own objects.
+
+// publishDeclaring pushes a module version whose template declares rbac
+// (and, for control-plane, targets the control plane).
+func publishDeclaring(t *testing.T, module, version string, rbac v1beta2.ModuleRBAC, target string, documents ...string) {
+	t.Helper()
+	content := ociartifact.Module{RawManifest: []byte(strings.Join(documents, "\n---\n"))}
+	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), module, version), content.Layers(), ociartifact.Insecure())
+	Expect(err).NotTo(HaveOccurred())
+	template := samplemodules.Version{Module: module, Version: version}.Template(kcpNamespace, artifact.Links)
+	template.Spec.RBAC = &rbac
+	template.Spec.Target = target
+	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
+}
+
+// configMapsInSyncNamespace is what a module that keeps its settings in
+// ConfigMaps of the sync namespace declares.
+var configMapsInSyncNamespace = v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+}}
+
+// A module that declares RBAC is installed as its own identity: a
+// ServiceAccount in the sync namespace holding the declared rules, and the
+// writes of its content's objects, by name, which status lists. Its
+// content's own RBAC, within what it declares, applies. Removing the module
+// removes the identity.
+func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	const name = "identity-shop"
+	declared := v1beta2.ModuleRBAC{
+		ClusterRules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}},
+		NamespacedRules: configMapsInSyncNamespace.NamespacedRules,
+	}
+	publishDeclaring(t, name, "1.0.0", declared, v1beta2.TargetRuntime,
+		namespaceYAML("identity-shop-system"),
+		configMapYAML("identity-shop-system", "identity-shop-settings", "currency", "EUR"),
+		configMapYAML("", "identity-shop-config", "greeting", "hello"),
+		"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: identity-shop-manager\n",
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: identity-shop-manager\nrules:\n  - apiGroups: [\"\"]\n    resources: [namespaces]\n    verbs: [get, list, watch]\n",
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: identity-shop-manager\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: identity-shop-manager}\nsubjects: [{kind: ServiceAccount, name: identity-shop-manager, namespace: kyma-system}]\n")
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
+	k := newKyma(t, module(name))
+	k.eventuallyReady(t)
+
+	m := k.manifest(NewWithT(t), name)
+	Expect(m.Spec.RBAC).NotTo(BeNil(), "the Kyma controller copies the declared RBAC into the Manifest")
+	Expect(m.Status.Access).NotTo(BeNil())
+	Expect(m.Status.Access.Identity).To(Equal("kyma-system/lm-module-" + name))
+	Expect(m.Status.Access.Writes).To(ConsistOf("configmaps", "namespaces", "serviceaccounts",
+		"clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"))
+
+	rc := k.runtime.client
+	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{})).To(Succeed())
+	writes := &rbacv1.Role{}
+	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "lifecycle-manager:module:kyma-system:identity-shop:writes"}, writes)).To(Succeed(),
+		"writes in the Namespace the content creates are granted once it exists")
+	Expect(writes.Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"identity-shop-settings"},
+		Verbs: []string{"get", "create", "update", "patch", "delete"},
+	}))
+	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "identity-shop-settings"}, &corev1.ConfigMap{})).To(Succeed())
+
+	k.withModules(t)
+	Eventually(func(g Gomega) {
+		g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{}))).To(BeTrue())
+		roles := &rbacv1.ClusterRoleList{}
+		g.Expect(rc.List(ctx, roles)).To(Succeed())
+		for _, r := range roles.Items {
+			g.Expect(r.Name).NotTo(ContainSubstring(":" + name + ":"))
+		}
+		ns := &corev1.Namespace{}
+		err := rc.Get(ctx, client.ObjectKey{Name: "identity-shop-system"}, ns)
+		g.Expect(apierrors.IsNotFound(err) || (err == nil && !ns.DeletionTimestamp.IsZero())).To(BeTrue(), "the module's Namespace is deleted")
+	}, timeout, interval).Should(Succeed())
+}
+
+// A module version whose content binds cluster-admin, although its template
+// declares only ConfigMaps in its namespace, is refused by the runtime's API
+// server: the module shows Error naming the binding, the binding does not
+// exist, nothing the module installed is removed, and the Kyma's other
+// module stays Ready.
+func TestModuleThatGrantsMoreThanDeclaredShowsError(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	const name = "greedy-notes"
+	publishDeclaring(t, name, "1.0.0", configMapsInSyncNamespace, v1beta2.TargetRuntime,
+		configMapYAML("", "greedy-notes", "version", "1.0.0"))
+	publishDeclaring(t, name, "2.0.0", configMapsInSyncNamespace, v1beta2.TargetRuntime,
+		configMapYAML("", "greedy-notes", "version", "2.0.0"),
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: greedy-notes-admin\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: default, namespace: kyma-system}]\n")
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0", "fast": "2.0.0"})
+	rawModule(t, "bystander", configMapYAML("", "bystander", "key", "value"))
+	k := newKyma(t, module(name), module("bystander"))
+	k.eventuallyReady(t)
+
+	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules[0].Channel = "fast" })
+	Eventually(func(g Gomega) {
+		m := k.manifest(g, name)
+		g.Expect(m.Status.State).To(Equal(v1beta2.StateError))
+		ready := condition(m, "Ready")
+		g.Expect(ready.Reason).To(Equal(manifest.ReasonAccessRefused))
+		g.Expect(ready.Message).To(ContainSubstring(`clusterrolebindings.rbac.authorization.k8s.io "greedy-notes-admin"`))
+		g.Expect(k.moduleStatus(g, "bystander").State).To(Equal(v1beta2.StateReady))
+	}, timeout, interval).Should(Succeed())
+	Expect(apierrors.IsNotFound(k.runtime.client.Get(ctx, client.ObjectKey{Name: "greedy-notes-admin"}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
+	Expect(k.inRuntime(&corev1.ConfigMap{}, "greedy-notes")).To(Succeed(), "a refused version removes nothing")
+}
+
+// A module whose operator runs in the control plane gets a kubeconfig
+// Secret next to its Manifest with a token of its identity: the declared
+// rights and no more. The token is renewed (the e2e operator renews it
+// every few seconds) without ending the old one, and removing the module
+// deletes the Secret and ends every token.
+func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	const name = "remote-ledger"
+	readConfigMaps := v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	publishDeclaring(t, name, "1.0.0", readConfigMaps, v1beta2.TargetControlPlane, configMapYAML("", "remote-ledger", "accounts", "3"))
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
+	k := newKyma(t, module(name))
+	k.eventuallyReady(t)
+
+	secretKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name) + "-module-kubeconfig"}
+	first := moduleKubeconfig(t, secretKey)
+	c := runtimeClientOf(t, first)
+	Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:kyma-system:lm-module-" + name))
+	Expect(c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kyma-system"))).To(Succeed())
+	Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace("kyma-system")))).To(BeTrue(), "only the declared rights")
+
+	var second []byte
+	Eventually(func(g Gomega) {
+		second = moduleKubeconfig(t, secretKey)
+		g.Expect(second).NotTo(Equal(first))
+	}, timeout, interval).Should(Succeed(), "the token is renewed")
+	for _, kubeconfig := range [][]byte{first, second} {
+		Expect(whoAmI(ctx, runtimeClientOf(t, kubeconfig))).To(Equal("system:serviceaccount:kyma-system:lm-module-"+name),
+			"a renewed token does not end the one before it")
+	}
+
+	k.withModules(t)
+	Eventually(func() bool {
+		return apierrors.IsNotFound(env.kcpClient.Get(ctx, secretKey, &corev1.Secret{}))
+	}, timeout, interval).Should(BeTrue(), "the kubeconfig Secret goes with the module")
+	for _, kubeconfig := range [][]byte{first, second} {
+		c := runtimeClientOf(t, kubeconfig)
+		// The API server caches a token's authentication for up to 10 s.
+		Eventually(func() bool {
+			_, err := whoAmI(ctx, c)
+			return apierrors.IsUnauthorized(err)
+		}, 30*time.Second, interval).Should(BeTrue(), "a removed module's tokens are rejected")
+	}
+}
+
+func moduleKubeconfig(t *testing.T, key client.ObjectKey) []byte {
+	t.Helper()
+	secret := &corev1.Secret{}
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), key, secret)).To(Succeed())
+		g.Expect(secret.Data).To(HaveKey("config"))
+	}, timeout, interval).Should(Succeed())
+	Expect(secret.Labels).To(HaveKeyWithValue(manifest.ModuleKubeconfigLabel, "remote-ledger"))
+	Expect(secret.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel), "not the runtime's own kubeconfig Secret")
+	return secret.Data["config"]
+}
+
+func runtimeClientOf(t *testing.T, kubeconfig []byte) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cfg.CertData).To(BeEmpty(), "the runtime's admin credential stays in the control plane")
+	c, err := client.New(cfg, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+func whoAmI(ctx context.Context, c client.Client) (string, error) {
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", err
+	}
+	return review.Status.UserInfo.Username, nil
+}
