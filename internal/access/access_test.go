@@ -84,7 +84,7 @@ func newModule(t *testing.T, name string, declared v1beta2.ModuleRBAC) module {
 // client that writes as the identity, and writes in Namespaces the content
 // creates are granted once they exist.
 func (m module) apply(ctx context.Context, content string, inventory []v1beta2.Resource) (apply.ModuleResult, error) {
-	objects := decode(content, m.id.Namespace)
+	objects := decode(content)
 	mapper := admin.RESTMapper()
 	grant, err := access.Derive(m.declared, objects, inventory, mapper)
 	if err != nil {
@@ -117,10 +117,9 @@ func (m module) as() client.Client {
 	return c
 }
 
-// decode parses YAML documents into objects labelled as the module's, the
-// way the content pipeline hands them over; objects that name no namespace
-// and are namespaced go to the sync namespace.
-func decode(content, syncNamespace string) []*unstructured.Unstructured {
+// decode parses YAML documents into objects; the tests name every
+// namespace, as the content pipeline does before it hands objects over.
+func decode(content string) []*unstructured.Unstructured {
 	var objects []*unstructured.Unstructured
 	for doc := range strings.SplitSeq(content, "\n---\n") {
 		if strings.TrimSpace(doc) == "" {
@@ -286,7 +285,7 @@ func TestWritesOutsideTheContentAreRefused(t *testing.T) {
 	_, err = beta.apply(ctx, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: beta, namespace: %s}\ndata: {owner: beta}\n", beta.id.Namespace), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	stray := decode(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray, namespace: %s}\n", alpha.id.Namespace), "")[0]
+	stray := decode(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray, namespace: %s}\n", alpha.id.Namespace))[0]
 	err = alpha.as().Apply(ctx, client.ApplyConfigurationFromUnstructured(stray), client.FieldOwner("test"))
 	forbiddenObject(g, err, "configmaps", "stray")
 
@@ -385,7 +384,7 @@ metadata: {name: b, namespace: mail}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: a, namespace: mail}
-`, "")
+`)
 	inventory := []v1beta2.Resource{
 		{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "mail", Name: "old"},
 		{GroupVersionKind: metav1.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gone"}, Namespace: "mail", Name: "x"},

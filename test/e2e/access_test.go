@@ -56,7 +56,7 @@ func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
 	ctx := context.Background()
 	const name = "identity-shop"
 	declared := v1beta2.ModuleRBAC{
-		ClusterRules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}},
+		ClusterRules:    []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}},
 		NamespacedRules: configMapsInSyncNamespace.NamespacedRules,
 	}
 	publishDeclaring(t, name, "1.0.0", declared, v1beta2.TargetRuntime,
