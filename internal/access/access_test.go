@@ -86,7 +86,7 @@ func newModule(t *testing.T, name string, declared v1beta2.ModuleRBAC) module {
 func (m module) apply(ctx context.Context, content string, inventory []v1beta2.Resource) (apply.ModuleResult, error) {
 	objects := decode(content)
 	mapper := admin.RESTMapper()
-	grant, err := access.Derive(m.declared, objects, inventory, mapper)
+	grant, err := access.Derive(m.declared, m.id.Namespace, objects, inventory, mapper)
 	if err != nil {
 		return apply.ModuleResult{}, err
 	}
@@ -273,8 +273,9 @@ func forbiddenObject(g Gomega, err error, resource, name string) {
 }
 
 // The identity writes the content's objects and nothing else: not an
-// object of the same kind under another name in its own namespace, and not
-// another module's object, even one of a kind both modules write.
+// object of the same kind under another name in its own namespace, not an
+// object in a namespace that is not the module's, and not another module's
+// object, even one of a kind both modules write.
 func TestWritesOutsideTheContentAreRefused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -288,6 +289,11 @@ func TestWritesOutsideTheContentAreRefused(t *testing.T) {
 	stray := decode(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stray, namespace: %s}\n", alpha.id.Namespace))[0]
 	err = alpha.as().Apply(ctx, client.ApplyConfigurationFromUnstructured(stray), client.FieldOwner("test"))
 	forbiddenObject(g, err, "configmaps", "stray")
+
+	// Content that puts an object into a namespace it neither creates nor
+	// syncs into (here the runtime's default) gets no write there.
+	_, err = alpha.apply(ctx, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alpha-elsewhere, namespace: default}\n", nil)
+	forbiddenObject(g, err, "configmaps", "alpha-elsewhere")
 
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "alpha", Namespace: alpha.id.Namespace}}
 	patch := client.RawPatch("application/merge-patch+json", []byte(`{"data":{"owner":"beta"}}`))
@@ -360,7 +366,8 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 }
 
 // The grant names every object of the content and of the inventory (what
-// a prune may still delete), by resource and name, per namespace; kinds
+// a prune may still delete), by resource and name, per namespace, in the
+// module's own namespaces only; kinds
 // that the content's CRDs define get their resource from the CRD, before
 // the runtime serves them.
 func TestDeriveNamesEveryObject(t *testing.T) {
@@ -384,12 +391,16 @@ metadata: {name: b, namespace: mail}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: a, namespace: mail}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: stray, namespace: kube-system}
 `)
 	inventory := []v1beta2.Resource{
 		{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "mail", Name: "old"},
 		{GroupVersionKind: metav1.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gone"}, Namespace: "mail", Name: "x"},
 	}
-	grant, err := access.Derive(v1beta2.ModuleRBAC{}, objects, inventory, admin.RESTMapper())
+	grant, err := access.Derive(v1beta2.ModuleRBAC{}, "mail", objects, inventory, admin.RESTMapper())
 	g.Expect(err).NotTo(HaveOccurred())
 	verbs := []string{"get", "create", "update", "patch", "delete"}
 	g.Expect(grant.Cluster).To(Equal([]rbacv1.PolicyRule{
@@ -399,6 +410,7 @@ metadata: {name: a, namespace: mail}
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"a", "b", "old"}, Verbs: verbs},
 		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, ResourceNames: []string{"first"}, Verbs: verbs},
 	}))
+	g.Expect(grant.Namespaced).NotTo(HaveKey("kube-system"), "not the module's namespace: no write there")
 	g.Expect(grant.Writes()).To(Equal([]string{"configmaps", "customresourcedefinitions.apiextensions.k8s.io", "parcels.post.example.com"}))
 	g.Expect(grant.Hash()).NotTo(Equal(access.Grant{}.Hash()))
 }

@@ -83,11 +83,19 @@ type target struct {
 
 // Derive is the grant of a module whose content is objects: the declared
 // rules, and the writes of every object in objects and in inventory (what
-// was applied before and may have to be pruned), by name. A kind's resource
-// comes from the CRDs among objects when the module defines it, else from
-// the runtime's REST mapper; an inventory kind the runtime no longer serves
-// needs no grant: its objects are gone with their CRD.
-func Derive(declared v1beta2.ModuleRBAC, objects []*unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
+// was applied before and may have to be pruned), by name.
+//
+// Namespaced objects are granted only in the module's own namespaces: the
+// sync namespace and the Namespaces the content ships (or shipped, while
+// they are in the inventory). An object in any other namespace gets no
+// grant, so that the runtime's API server refuses it: a module writes into
+// a namespace only when its content says the namespace is its own.
+//
+// A kind's resource comes from the CRDs among objects when the module
+// defines it, else from the runtime's REST mapper; an inventory kind the
+// runtime no longer serves needs no grant: its objects are gone with their
+// CRD.
+func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
 	defined, err := definedResources(objects)
 	if err != nil {
 		return Grant{}, err
@@ -122,10 +130,18 @@ func Derive(declared v1beta2.ModuleRBAC, objects []*unstructured.Unstructured, i
 		}
 		targets = append(targets, target{r.Namespace, r.Group, resource, r.Name})
 	}
+	own := map[string]bool{syncNamespace: true}
+	for _, t := range targets {
+		if t.namespace == "" && t.group == "" && t.resource == "namespaces" {
+			own[t.name] = true
+		}
+	}
 	grant := Grant{Declared: declared, Namespaced: map[string][]rbacv1.PolicyRule{}}
 	byNamespace := map[string][]target{}
 	for _, t := range targets {
-		byNamespace[t.namespace] = append(byNamespace[t.namespace], t)
+		if t.namespace == "" || own[t.namespace] {
+			byNamespace[t.namespace] = append(byNamespace[t.namespace], t)
+		}
 	}
 	for namespace, ts := range byNamespace {
 		rules := rulesFor(ts)

@@ -131,7 +131,7 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	if cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper)); err == nil && cr != nil {
 		grantObjects = append(grantObjects[:len(grantObjects):len(grantObjects)], cr)
 	}
-	grant, err := access.Derive(*manifest.Spec.RBAC, grantObjects, manifest.Status.Synced, cluster.Mapper)
+	grant, err := access.Derive(*manifest.Spec.RBAC, r.syncNamespace(manifest), grantObjects, manifest.Status.Synced, cluster.Mapper)
 	if err != nil {
 		return nil, nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Finding what the module's identity must be granted", err), err), false
 	}
