@@ -2,7 +2,8 @@
 // dev environment install, and publishes them: pushes their content to an
 // OCI registry and creates their ModuleTemplates and ModuleReleaseMetas.
 //
-//   - sample 1.0.0: a template-operator-like module with its own CRD, RBAC, a
+//   - sample 1.0.0: a template-operator-like module with its own CRD, RBAC
+//     (declared in its template too, so it is written as its own identity), a
 //     manager Deployment and a default custom resource whose status.state a
 //     module operator sets (see RunSampleOperator).
 //   - chart 1.0.0: a module packaged as a Helm chart with values.
@@ -21,6 +22,7 @@ import (
 	"path"
 	"sort"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +48,9 @@ type Version struct {
 	Values map[string]any
 	// Manager names the workload whose readiness tells the module's health.
 	Manager *ManagerRef
+	// RBAC is what the module's operator needs (ModuleTemplate spec.rbac):
+	// the module is then written as an identity of its own.
+	RBAC *v1beta2.ModuleRBAC
 }
 
 // ManagerRef names a module's manager Deployment.
@@ -135,8 +140,21 @@ func load(module, version string) (Version, error) {
 	}
 	if module == Sample {
 		v.Manager = &ManagerRef{Name: "sample-manager"}
+		v.RBAC = sampleRBAC()
 	}
 	return v, nil
+}
+
+// sampleRBAC is what the sample module's operator needs, as its ClusterRole
+// in manifest.yaml grants it: its own custom resources, cluster-wide. The
+// sample module is therefore installed as its own identity, as a module
+// team that declares RBAC would have it (docs/modules.md).
+func sampleRBAC() *v1beta2.ModuleRBAC {
+	return &v1beta2.ModuleRBAC{ClusterRules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"operator.kyma-project.io"},
+		Resources: []string{"samples", "samples/status"},
+		Verbs:     []string{"get", "list", "watch", "update", "patch"},
+	}}}
 }
 
 // packageChart writes the chart directory as a .tgz the way `helm package`
@@ -229,6 +247,7 @@ func (v Version) Template(namespace string, links map[string]string) *v1beta2.Mo
 			"metadata": map[string]any{"name": v.Module}, "spec": runtimeDeepCopy(v.Values),
 		}}
 	}
+	t.Spec.RBAC = v.RBAC.DeepCopy()
 	if v.Manager != nil {
 		t.Spec.Manager = &v1beta2.Manager{
 			GroupVersionKind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
