@@ -20,7 +20,8 @@ import (
 const FieldManager = "lifecycle-manager-access"
 
 // Ensure writes the identity and its grant into the runtime through admin,
-// the runtime's admin client. Namespaced writes for a namespace that does
+// the runtime's admin client, and returns once the runtime's API server
+// authorizes what it granted (WaitEffective). Namespaced writes for a namespace that does
 // not exist yet (one the module's content creates) cannot be granted
 // before it does; those namespaces are returned, and Ensure is called again
 // once the content's Namespaces are applied.
@@ -40,6 +41,7 @@ func Ensure(ctx context.Context, admin client.Client, id Identity, grant Grant) 
 			return nil, err
 		}
 	}
+	var written []string
 	for _, namespace := range sortedKeys(grant.Namespaced) {
 		err := applyAll(ctx, admin, namespacedGrant(id, purposeWrites, namespace, grant.Namespaced[namespace]))
 		if apierrors.IsNotFound(err) {
@@ -49,8 +51,9 @@ func Ensure(ctx context.Context, admin client.Client, id Identity, grant Grant) 
 		if err != nil {
 			return nil, err
 		}
+		written = append(written, namespace)
 	}
-	return pending, nil
+	return pending, WaitEffective(ctx, admin, id, grant, written)
 }
 
 // Remove deletes the identity from the runtime: its bindings first, so

@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -127,7 +129,9 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 		manifest.Status.Access = &v1beta2.ModuleAccess{Identity: v1beta2.IdentityAdmin}
 		return cluster.Client, nil, reconciler.Outcome{}, true
 	}
-	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	// On a first install the default CR's kind is not served yet: its CRD
+	// is in the content, which says its scope.
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), scopeWithContent(objects, cluster.Mapper))
 	if err != nil {
 		cr = nil // moduleState reports it
 	}
@@ -161,6 +165,28 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	}
 	return w, grantPending, reconciler.Outcome{}, true
 }
+
+// scopeWithContent tells whether a kind is namespaced from the CRDs among
+// objects when one of them defines it, else from the runtime.
+func scopeWithContent(objects []*unstructured.Unstructured, mapper meta.RESTMapper) func(schema.GroupVersionKind) (bool, error) {
+	runtimeScope := namespacedFunc(mapper)
+	return func(gvk schema.GroupVersionKind) (bool, error) {
+		for _, obj := range objects {
+			if obj.GroupVersionKind().GroupKind() != crdGroupKind {
+				continue
+			}
+			group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+			if group == gvk.Group && kind == gvk.Kind {
+				scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+				return scope == "Namespaced", nil
+			}
+		}
+		return runtimeScope(gvk)
+	}
+}
+
+var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 
 // ensuredGrants is, per identity of a runtime, the hash of the grant last
 // written (see remote.Recall): a module whose grant did not change costs
