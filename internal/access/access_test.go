@@ -86,7 +86,7 @@ func newModule(t *testing.T, name string, declared v1beta2.ModuleRBAC) module {
 func (m module) apply(ctx context.Context, content string, inventory []v1beta2.Resource) (apply.ModuleResult, error) {
 	objects := decode(content)
 	mapper := admin.RESTMapper()
-	grant, err := access.Derive(m.declared, m.id.Namespace, objects, inventory, mapper)
+	grant, err := access.Derive(m.declared, m.id.Namespace, objects, nil, inventory, mapper)
 	if err != nil {
 		return apply.ModuleResult{}, err
 	}
@@ -400,7 +400,8 @@ metadata: {name: stray, namespace: kube-system}
 		{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "mail", Name: "old"},
 		{GroupVersionKind: metav1.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gone"}, Namespace: "mail", Name: "x"},
 	}
-	grant, err := access.Derive(v1beta2.ModuleRBAC{}, "mail", objects, inventory, admin.RESTMapper())
+	defaultCR := decode("apiVersion: post.example.com/v1\nkind: Parcel\nmetadata: {name: default, namespace: mail}\n")[0]
+	grant, err := access.Derive(v1beta2.ModuleRBAC{}, "mail", objects, defaultCR, inventory, admin.RESTMapper())
 	g.Expect(err).NotTo(HaveOccurred())
 	verbs := []string{"get", "create", "update", "patch", "delete"}
 	g.Expect(grant.Cluster).To(Equal([]rbacv1.PolicyRule{
@@ -408,8 +409,9 @@ metadata: {name: stray, namespace: kube-system}
 	}))
 	g.Expect(grant.Namespaced).To(HaveKeyWithValue("mail", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"a", "b", "old"}, Verbs: verbs},
-		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, ResourceNames: []string{"first"}, Verbs: verbs},
-	}))
+		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, ResourceNames: []string{"default", "first"}, Verbs: verbs},
+		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, Verbs: []string{"create"}},
+	}), "the default CR is created without a name in the request: create of its kind, in its namespace")
 	g.Expect(grant.Namespaced).NotTo(HaveKey("kube-system"), "not the module's namespace: no write there")
 	g.Expect(grant.Writes()).To(Equal([]string{"configmaps", "customresourcedefinitions.apiextensions.k8s.io", "parcels.post.example.com"}))
 	g.Expect(grant.Hash()).NotTo(Equal(access.Grant{}.Hash()))

@@ -95,7 +95,12 @@ type target struct {
 // defines it, else from the runtime's REST mapper; an inventory kind the
 // runtime no longer serves needs no grant: its objects are gone with their
 // CRD.
-func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
+//
+// created is the module's default custom resource, if any: it is created
+// with a plain create when absent, which names no object, so its resource
+// is granted create without names (in its namespace), besides the writes
+// of it by name. A create cannot change an object that exists.
+func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstructured.Unstructured, created *unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
 	defined, err := definedResources(objects)
 	if err != nil {
 		return Grant{}, err
@@ -109,6 +114,9 @@ func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstru
 			return "", err
 		}
 		return mapping.Resource.Resource, nil
+	}
+	if created != nil {
+		objects = append(objects[:len(objects):len(objects)], created)
 	}
 	var targets []target
 	for _, obj := range objects {
@@ -145,6 +153,10 @@ func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstru
 	}
 	for namespace, ts := range byNamespace {
 		rules := rulesFor(ts)
+		if created != nil && created.GetNamespace() == namespace {
+			resource, _ := resourceOf(created.GroupVersionKind()) // found above
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{created.GroupVersionKind().Group}, Resources: []string{resource}, Verbs: []string{"create"}})
+		}
 		if namespace == "" {
 			grant.Cluster = rules
 		} else {

@@ -30,6 +30,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -282,6 +283,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 
 		ReconcileTimeout: opts.ReconcileTimeout,
 		ProgressInterval: opts.KymaProgressInterval,
+		Rollouts:         !opts.Shard.Enabled(),
 
 		Reporting:           watcherSources.KymaReporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
@@ -314,6 +316,17 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Reports:                 watcherSources.Manifests,
 	}); err != nil {
 		return fmt.Errorf("setting up the Manifest controller: %w", err)
+	}
+	if !opts.Shard.Enabled() {
+		// A rollout counts its module's whole fleet; a shard sees only its
+		// part of it, so sharded operators leave rollouts alone (and the
+		// Kyma controller does not hold modules for them).
+		if err := (&rollout.Reconciler{
+			Client:    mgr.GetClient(),
+			Namespace: opts.Namespace,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the rollout controller: %w", err)
+		}
 	}
 	if opts.CatalogSync {
 		if err := (&catalog.Reconciler{

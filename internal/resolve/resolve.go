@@ -61,6 +61,11 @@ type Module struct {
 	// Err says why the module cannot be installed as resolved. It wraps one
 	// of the sentinel errors of this package (ErrNoReleaseMeta, …).
 	Err error
+
+	// Held, set by the Kyma controller, says why the installed version
+	// stays although the channel points to Version (a rollout's wave not
+	// reached yet); Version is then the installed one.
+	Held string
 }
 
 // Installable reports whether the caller should make Template the installed

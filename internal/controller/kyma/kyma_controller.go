@@ -48,6 +48,9 @@ type Reconciler struct {
 	// that more modules became ready is written (kyma_progress.go); zero
 	// means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Rollouts, when true, holds installed modules at their version until
+	// their channel's ModuleRollout lets the Kyma move (kyma_rollout.go).
+	Rollouts bool
 	// Reporting, when set, tells whether the runtime watcher reports
 	// changes to the runtime's own Kyma; while it does, a Ready Kyma is
 	// looked at every ReportedReadyFactor Ready intervals instead of every
@@ -199,6 +202,12 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
 	fromRuntime := runtimeOnlyModules(kyma.Spec.Modules, runtimeModules)
 	modules = resolve.Resolve(effective, catalog, installedVersions(existing))
+	var rollouts []v1beta2.ModuleRollout
+	if r.Rollouts {
+		if rollouts, err = r.rollouts(ctx, kyma.Namespace); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	desired := map[string]bool{}
 	var writeErrs []error
@@ -210,6 +219,11 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		if err := refuseUntrusted(module, fromRuntime[module.Name]); err != nil {
 			module.Err = err // reported on the module; what is installed stays
 			continue
+		}
+		current := existing[ManifestName(kyma.Name, module.Name)]
+		if held := holdForRollout(kyma, module, current, rollouts); held != "" {
+			module.Held, module.Version = held, current.Spec.Version
+			continue // the Manifest stays as it is
 		}
 		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)], changes); err != nil {
 			module.Err = err

@@ -127,11 +127,11 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 		manifest.Status.Access = &v1beta2.ModuleAccess{Identity: v1beta2.IdentityAdmin}
 		return cluster.Client, nil, reconciler.Outcome{}, true
 	}
-	grantObjects := objects
-	if cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper)); err == nil && cr != nil {
-		grantObjects = append(grantObjects[:len(grantObjects):len(grantObjects)], cr)
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	if err != nil {
+		cr = nil // moduleState reports it
 	}
-	grant, err := access.Derive(*manifest.Spec.RBAC, r.syncNamespace(manifest), grantObjects, manifest.Status.Synced, cluster.Mapper)
+	grant, err := access.Derive(*manifest.Spec.RBAC, r.syncNamespace(manifest), objects, cr, manifest.Status.Synced, cluster.Mapper)
 	if err != nil {
 		return nil, nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Finding what the module's identity must be granted", err), err), false
 	}
@@ -236,12 +236,15 @@ func accessRefused(manifest *v1beta2.Manifest, err error, intervals requeue.Inte
 		return reconciler.Outcome{}, false
 	}
 	object := "an object of the module's content"
-	if d := status.Status().Details; d != nil && d.Name != "" {
+	if d := status.Status().Details; d != nil && d.Kind != "" {
 		kind := d.Kind
 		if d.Group != "" {
 			kind += "." + d.Group
 		}
 		object = fmt.Sprintf("%s %q", kind, d.Name)
+		if d.Name == "" {
+			object = "a new object of " + kind
+		}
 	}
 	o := reconciler.Stalled(ReasonAccessRefused, fmt.Sprintf(
 		"The runtime refused to let the module's identity write %s: the module's content asks for more than its ModuleTemplate declares in spec.rbac "+

@@ -42,6 +42,12 @@ func TestAccessRefusedNamesTheObject(t *testing.T) {
 	g.Expect(o.Kind).To(Equal(reconciler.KindStalled))
 	g.Expect(o.Message).To(ContainSubstring(`clusterrolebindings.rbac.authorization.k8s.io "notes-admin"`))
 
+	// A create names no object in its request: the refusal names the kind.
+	create := apierrors.NewForbidden(schema.GroupResource{Group: "operator.kyma-project.io", Resource: "samples"}, "", nil)
+	o, ok = accessRefused(declared, create, testIntervals)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(o.Message).To(ContainSubstring("write a new object of samples.operator.kyma-project.io"))
+
 	_, ok = accessRefused(declared, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "x", nil), testIntervals)
 	g.Expect(ok).To(BeFalse())
 	_, ok = accessRefused(&v1beta2.Manifest{}, refusal, testIntervals)
