@@ -1,0 +1,62 @@
+// Package rollout runs ModuleRollouts through the whole operator against a
+// real control plane and a real runtime API server: 20 Kymas share one
+// runtime, each in a sync namespace of its own (SPEC R19), and what the
+// fleet did is asserted from the Manifest transitions a watch recorded.
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
+)
+
+const kcpNamespace = "kcp-system"
+
+var env struct {
+	kcp       *testcluster.ControlPlane
+	kcpClient client.WithWatch
+	registry  *testregistry.Registry
+	runtime   *testcluster.Runtime
+	rtClient  client.Client
+}
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Config{Name: "rollout", Runtimes: 1, Namespace: kcpNamespace}, setup)
+}
+
+func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.runtime = e.KCP, e.Runtimes[0]
+	var err error
+	if env.kcpClient, err = client.NewWithWatch(e.KCP.Config(), client.Options{Scheme: e.Client.Scheme()}); err != nil {
+		return operator.Options{}, err
+	}
+	if env.rtClient, err = testenv.NewClient(env.runtime.Config()); err != nil {
+		return operator.Options{}, err
+	}
+	env.registry = testregistry.Start()
+	e.Cleanup(env.registry.Close)
+	opts := e.OperatorOptions()
+	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	opts.CatalogSync = false
+	return opts, nil
+}
+
+// publish pushes a module version whose content is the given YAML and
+// creates its ModuleTemplate.
+func publish(ctx context.Context, module, version, content string) error {
+	v := samplemodules.Version{Module: module, Version: version, Content: ociartifact.Module{RawManifest: []byte(content)}}
+	artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), module, version), v.Content.Layers(), ociartifact.Insecure())
+	if err != nil {
+		return err
+	}
+	return env.kcpClient.Create(ctx, v.Template(kcpNamespace, artifact.Links))
+}
