@@ -8,9 +8,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -20,6 +25,21 @@ import (
 )
 
 const kcpNamespace = "kcp-system"
+
+// The operator's clock starts on a Tuesday noon, outside the one
+// maintenance window (Saturdays 02:00–04:00 UTC); tests move it.
+var (
+	clock   = clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	windows *maintenance.Policy
+)
+
+const windowsYAML = `
+windows:
+  - name: saturday-night
+    days: [Sat]
+    start: "02:00"
+    duration: 2h
+`
 
 var env struct {
 	kcp       *testcluster.ControlPlane
@@ -47,16 +67,25 @@ func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
 	opts := e.OperatorOptions()
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.CatalogSync = false
+	if windows, err = maintenance.Parse([]byte(windowsYAML)); err != nil {
+		return operator.Options{}, err
+	}
+	opts.MaintenanceWindows = windows
+	opts.Clock = clock
 	return opts, nil
 }
 
 // publish pushes a module version whose content is the given YAML and
-// creates its ModuleTemplate.
-func publish(ctx context.Context, module, version, content string) error {
+// creates its ModuleTemplate, changed by each of change.
+func publish(ctx context.Context, module, version, content string, change ...func(*v1beta2.ModuleTemplate)) error {
 	v := samplemodules.Version{Module: module, Version: version, Content: ociartifact.Module{RawManifest: []byte(content)}}
 	artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), module, version), v.Content.Layers(), ociartifact.Insecure())
 	if err != nil {
 		return err
 	}
-	return env.kcpClient.Create(ctx, v.Template(kcpNamespace, artifact.Links))
+	template := v.Template(kcpNamespace, artifact.Links)
+	for _, c := range change {
+		c(template)
+	}
+	return env.kcpClient.Create(ctx, template)
 }

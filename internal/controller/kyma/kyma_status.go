@@ -147,6 +147,7 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 			ms.Message = readyMessage(m)
 		} else if module.Held != "" {
 			ms.Message = module.Held
+			ms.Maintenance = module.Maintenance
 		}
 	}
 	if m != nil && !m.DeletionTimestamp.IsZero() && module.Spec.Managed {
