@@ -24,6 +24,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ModuleReleaseMeta{}, &ModuleReleaseMetaList{},
 		&Manifest{}, &ManifestList{},
 		&Watcher{}, &WatcherList{},
+		&ModuleRollout{}, &ModuleRolloutList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

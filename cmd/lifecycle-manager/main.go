@@ -10,13 +10,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 )
 
 func main() {
 	opts := operator.DefaultOptions()
-	var insecureRegistries string
+	var insecureRegistries, maintenanceWindows string
 	zapOpts := zap.Options{}
 
 	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
@@ -49,6 +50,8 @@ func main() {
 		"What a module whose ModuleTemplate declares no RBAC (spec.rbac) is written as: admin (the runtime's kubeconfig, as every module published for the Kyma API needs) or refuse (its Manifest shows Error). Modules that declare RBAC always get an identity of their own.")
 	flag.DurationVar(&opts.ModuleAccess.TokenTTL, "module-token-ttl", opts.ModuleAccess.TokenTTL, "Lifetime of the token in the kubeconfig Secret of a module whose operator runs in the control plane; at least 10m.")
 	flag.DurationVar(&opts.ModuleAccess.TokenRenewBefore, "module-token-renew-before", opts.ModuleAccess.TokenRenewBefore, "How long before it expires a module's token is renewed; 0 means halfway through its life.")
+	flag.StringVar(&maintenanceWindows, "maintenance-windows", "",
+		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
 	opts.Content.BindFlags(flag.CommandLine)
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
@@ -62,6 +65,14 @@ func main() {
 	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if maintenanceWindows != "" {
+		policy, err := maintenance.Load(maintenanceWindows)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.MaintenanceWindows = policy
+	}
 	if insecureRegistries != "" {
 		opts.Content.InsecureRegistries = strings.Split(insecureRegistries, ",")
 	}

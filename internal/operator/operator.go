@@ -16,6 +16,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,7 +31,9 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
+	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -100,6 +103,12 @@ type Options struct {
 	// KymaProgressInterval is how often, at most, a Kyma's status is
 	// written only to report that more of its modules became ready.
 	KymaProgressInterval time.Duration
+	// MaintenanceWindows, when set, holds upgrades to versions that require
+	// downtime until each runtime's window (SPEC G2, --maintenance-windows).
+	MaintenanceWindows *maintenance.Policy
+	// Clock tells the controllers the time of day (maintenance windows,
+	// rollouts' soak); the real one when nil. Tests set a fake one.
+	Clock clock.PassiveClock
 	// ModuleAccess configures the modules' own identities in runtimes
 	// (SPEC R10): what a module that declares no RBAC is written as, and
 	// the tokens of modules whose operator runs in the control plane.
@@ -282,6 +291,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 
 		ReconcileTimeout: opts.ReconcileTimeout,
 		ProgressInterval: opts.KymaProgressInterval,
+		Rollouts:         !opts.Shard.Enabled(),
+		Maintenance:      opts.MaintenanceWindows,
+		Clock:            opts.Clock,
 
 		Reporting:           watcherSources.KymaReporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
@@ -314,6 +326,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Reports:                 watcherSources.Manifests,
 	}); err != nil {
 		return fmt.Errorf("setting up the Manifest controller: %w", err)
+	}
+	if !opts.Shard.Enabled() {
+		// A rollout counts its module's whole fleet; a shard sees only its
+		// part of it, so sharded operators leave rollouts alone (and the
+		// Kyma controller does not hold modules for them).
+		if err := (&rollout.Reconciler{
+			Client:    mgr.GetClient(),
+			Namespace: opts.Namespace,
+			Clock:     opts.Clock,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the rollout controller: %w", err)
+		}
 	}
 	if opts.CatalogSync {
 		if err := (&catalog.Reconciler{

@@ -25,6 +25,10 @@ package operator
 // The module catalog is read only.
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=moduletemplates;modulereleasemetas,verbs=get;list;watch
 //
+// Rollout policies are the SREs'; their status is the operator's.
+// +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=modulerollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=modulerollouts/status,verbs=patch;update
+//
 // Watchers: the default one is created at start; status is the operator's.
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers/status,verbs=patch

@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -61,6 +62,16 @@ type Module struct {
 	// Err says why the module cannot be installed as resolved. It wraps one
 	// of the sentinel errors of this package (ErrNoReleaseMeta, …).
 	Err error
+
+	// Held, set by the Kyma controller, says why the installed version
+	// stays although the channel points to Version (a rollout's wave not
+	// reached yet, a maintenance window); Version is then the installed one.
+	Held string
+	// HeldUntil, when not zero, is when the hold ends by itself (the
+	// runtime's point in its maintenance window); Maintenance says the
+	// hold is a maintenance window's.
+	HeldUntil   time.Time
+	Maintenance bool
 }
 
 // Installable reports whether the caller should make Template the installed

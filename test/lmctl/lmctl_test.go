@@ -24,7 +24,9 @@ import (
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,6 +34,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/dev"
+	lmctlrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -225,6 +228,57 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Eventually(devOutput, 10*time.Second, 200*time.Millisecond).Should(And(
 		MatchRegexp(`runtime-0\s+evolving\s+Ready\s+1\.0\.0`), MatchRegexp(`runtime-1\s+evolving\s+Ready\s+1\.0\.0`)),
 		"lmctl dev prints the changes under the tour")
+
+	// A rollout of evolving's regular channel: lmctl shows it, pauses and
+	// resumes it, and the two runtimes move to 2.0.0 one after the other.
+	rollout := &v1beta2.ModuleRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "evolving-regular", Namespace: env.Namespace},
+		Spec: v1beta2.ModuleRolloutSpec{ModuleName: "evolving", Channel: "regular",
+			Canary: &v1beta2.RolloutCanary{Count: intstr.FromInt32(1)}, MaxInFlight: intstr.FromInt32(1)},
+	}
+	g.Expect(kcp.Create(context.Background(), rollout)).To(Succeed())
+	rolloutStatus := func(g Gomega) lmctlrollout.Rollout {
+		stdout, stderr, code := lmctl(t, time.Minute, "rollout", "status", "evolving-regular", "-o", "json", "--kubeconfig", env.KCPKubeconfig)
+		g.Expect(code).To(BeZero(), stderr)
+		var r lmctlrollout.Rollout
+		g.Expect(json.Unmarshal([]byte(stdout), &r)).To(Succeed(), stdout)
+		return r
+	}
+	g.Eventually(func(g Gomega) {
+		r := rolloutStatus(g)
+		g.Expect(r.Phase).To(Equal("Completed"))
+		g.Expect(r.To).To(Equal("1.0.0"))
+		g.Expect(r.Total).To(Equal(int32(2)))
+	}, time.Minute, time.Second).Should(Succeed())
+	stdout, stderr, code = lmctl(t, time.Minute, "rollout", "pause", "evolving-regular", "--kubeconfig", env.KCPKubeconfig)
+	g.Expect(code).To(BeZero(), stderr)
+	g.Expect(stdout).To(Equal("ModuleRollout evolving-regular paused\n"))
+	g.Expect(kcp.Get(context.Background(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
+	g.Expect(rollout.Spec.Paused).To(BeTrue())
+	meta := &v1beta2.ModuleReleaseMeta{}
+	g.Expect(kcp.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: "evolving"}, meta)).To(Succeed())
+	meta.Spec.Channels = []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: "2.0.0"}, {Channel: "fast", Version: "2.0.0"}}
+	g.Expect(kcp.Update(context.Background(), meta)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		r := rolloutStatus(g)
+		g.Expect(r.Phase).To(Equal("Paused"))
+		g.Expect(r.To).To(Equal("2.0.0"))
+		g.Expect(r.Done).To(BeZero())
+	}, time.Minute, time.Second).Should(Succeed())
+	stdout, stderr, code = lmctl(t, time.Minute, "rollout", "status", "--kubeconfig", env.KCPKubeconfig)
+	g.Expect(code).To(BeZero(), stderr)
+	g.Expect(stdout).To(MatchRegexp(`(?m)^evolving-regular\s+evolving\s+regular\s+Paused\s+1\.0\.0\s+2\.0\.0\s+-\s+0/2\s`))
+	_, stderr, code = lmctl(t, time.Minute, "rollout", "resume", "evolving-regular", "--kubeconfig", env.KCPKubeconfig)
+	g.Expect(code).To(BeZero(), stderr)
+	g.Eventually(func(g Gomega) {
+		r := rolloutStatus(g)
+		g.Expect(r.Phase).To(Equal("Completed"))
+		g.Expect(r.Done).To(Equal(int32(2)))
+		g.Expect(r.Wave).To(Equal(int32(1)), "a canary of one, then the other")
+	}, 2*time.Minute, time.Second).Should(Succeed())
+	stdout, stderr, code = lmctl(t, time.Minute, "rollout", "status", "evolving-regular", "--kubeconfig", env.KCPKubeconfig)
+	g.Expect(code).To(BeZero(), stderr)
+	g.Expect(stdout).To(ContainSubstring("Progress:  [" + strings.Repeat("#", 30) + "] 2/2 done"))
 
 	// Ctrl-C: everything stops, the clusters' directories and the state
 	// directory are removed, and no child process is left.

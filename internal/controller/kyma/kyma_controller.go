@@ -11,11 +11,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
+	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -48,6 +50,14 @@ type Reconciler struct {
 	// that more modules became ready is written (kyma_progress.go); zero
 	// means DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Rollouts, when true, holds installed modules at their version until
+	// their channel's ModuleRollout lets the Kyma move (kyma_rollout.go).
+	Rollouts bool
+	// Maintenance, when set, holds upgrades to versions that require
+	// downtime until the runtime's maintenance window (kyma_maintenance.go).
+	Maintenance *maintenance.Policy
+	// Clock tells the time for maintenance windows; the real one when nil.
+	Clock clock.PassiveClock
 	// Reporting, when set, tells whether the runtime watcher reports
 	// changes to the runtime's own Kyma; while it does, a Ready Kyma is
 	// looked at every ReportedReadyFactor Ready intervals instead of every
@@ -156,6 +166,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	kyma.Status.RuntimeModules = runtimeModules
 	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 	o = r.readyAfter(ctx, kyma, o)
+	o = wakeForWindows(o, modules, r.now())
 
 	if runtimeErr == nil && !recreate {
 		// The runtime's owner sees what is about to be recorded.
@@ -199,6 +210,12 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
 	fromRuntime := runtimeOnlyModules(kyma.Spec.Modules, runtimeModules)
 	modules = resolve.Resolve(effective, catalog, installedVersions(existing))
+	var rollouts []v1beta2.ModuleRollout
+	if r.Rollouts {
+		if rollouts, err = r.rollouts(ctx, kyma.Namespace); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	desired := map[string]bool{}
 	var writeErrs []error
@@ -209,6 +226,15 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		desired[ManifestName(kyma.Name, module.Name)] = true
 		if err := refuseUntrusted(module, fromRuntime[module.Name]); err != nil {
 			module.Err = err // reported on the module; what is installed stays
+			continue
+		}
+		current := existing[ManifestName(kyma.Name, module.Name)]
+		if held := holdForRollout(kyma, module, current, rollouts); held != "" {
+			module.Held, module.Version = held, current.Spec.Version
+			continue // the Manifest stays as it is
+		}
+		if held, until := r.holdForWindow(kyma, module, current, r.now()); held != "" {
+			module.Held, module.HeldUntil, module.Maintenance, module.Version = held, until, true, current.Spec.Version
 			continue
 		}
 		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)], changes); err != nil {
@@ -225,6 +251,13 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		}
 	}
 	return modules, errors.Join(writeErrs...), nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // readFailed is the outcome of a failed read in the control plane.

@@ -21,9 +21,10 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
-// moduleIndex indexes Kymas by the module names in their spec and status,
-// so that a catalog change requeues exactly the Kymas it can affect.
-const moduleIndex = "kyma.moduleNames"
+// ModuleIndex indexes Kymas by the module names in their spec and status,
+// so that a catalog change requeues exactly the Kymas it can affect, and a
+// rollout reads only the Kymas of its module.
+const ModuleIndex = "kyma.moduleNames"
 
 // SetupOptions tune the Kyma controller.
 type SetupOptions struct {
@@ -47,7 +48,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	r.progress = newProgressWrites(r.ProgressInterval)
 	r.runtimeSide = newRuntimeSide(mgr.GetClient())
 
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, moduleIndex, indexModuleNames); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, ModuleIndex, indexModuleNames); err != nil {
 		return err
 	}
 
@@ -65,6 +66,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&v1beta2.Manifest{}, manifestEvents{settled: cachedSettled(mgr.GetClient()), progress: r.Intervals.Processing}).
 		Watches(&v1beta2.ModuleTemplate{}, catalogChanges).
 		Watches(&v1beta2.ModuleReleaseMeta{}, catalogChanges).
+		Watches(&v1beta2.ModuleRollout{}, handler.EnqueueRequestsFromMapFunc(r.kymasForRollout)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
 			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel)))
 	for _, src := range opts.Sources {
@@ -121,7 +123,7 @@ func (r *Reconciler) kymasForModule(ctx context.Context, module string, mandator
 	list := &v1beta2.KymaList{}
 	opts := []client.ListOption{}
 	if !mandatory {
-		opts = append(opts, client.MatchingFields{moduleIndex: module})
+		opts = append(opts, client.MatchingFields{ModuleIndex: module})
 	}
 	if err := r.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Kymas for a catalog change", "module", module)

@@ -145,6 +145,9 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 		ms.State = m.Status.State
 		if ms.State != v1beta2.StateReady {
 			ms.Message = readyMessage(m)
+		} else if module.Held != "" {
+			ms.Message = module.Held
+			ms.Maintenance = module.Maintenance
 		}
 	}
 	if m != nil && !m.DeletionTimestamp.IsZero() && module.Spec.Managed {

@@ -1,0 +1,199 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ModuleRollout says how the fleet moves when one channel of one module
+// points to a new version (SPEC G1): a canary set first, then waves of at
+// most maxInFlight runtimes, each wave Ready and soaked before the next,
+// halting by itself when too many runtimes fail. Without a ModuleRollout a
+// channel's new version reaches every runtime at once, as in the Kyma API;
+// a ModuleRollout changes nothing of the Kyma API's objects.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mro
+// +kubebuilder:printcolumn:name="Module",type=string,JSONPath=".spec.moduleName"
+// +kubebuilder:printcolumn:name="Channel",type=string,JSONPath=".spec.channel"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="From",type=string,JSONPath=".status.fromVersion"
+// +kubebuilder:printcolumn:name="To",type=string,JSONPath=".status.toVersion"
+// +kubebuilder:printcolumn:name="Wave",type=integer,JSONPath=".status.wave"
+// +kubebuilder:printcolumn:name="Done",type=integer,JSONPath=".status.done"
+// +kubebuilder:printcolumn:name="Total",type=integer,JSONPath=".status.total"
+// +kubebuilder:storageversion
+type ModuleRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ModuleRolloutSpec   `json:"spec,omitempty"`
+	Status ModuleRolloutStatus `json:"status,omitempty"`
+}
+
+// ModuleRolloutSpec is the rollout policy of one module's channel.
+//
+// +kubebuilder:validation:XValidation:rule="self.moduleName == oldSelf.moduleName && self.channel == oldSelf.channel",message="moduleName and channel cannot change: create another ModuleRollout"
+type ModuleRolloutSpec struct {
+	// ModuleName is the module whose channel is rolled out.
+	// +kubebuilder:validation:Pattern:=`^[a-z]{3,}(-[a-z]{3,})*$`
+	// +kubebuilder:validation:MaxLength:=64
+	ModuleName string `json:"moduleName"`
+
+	// Channel is the channel whose new versions this policy rolls out.
+	// +kubebuilder:validation:Pattern:=`^[a-z]+$`
+	// +kubebuilder:validation:MinLength:=3
+	// +kubebuilder:validation:MaxLength:=32
+	Channel string `json:"channel"`
+
+	// Canary is the first wave. Absent: the first wave is an ordinary one.
+	// +optional
+	Canary *RolloutCanary `json:"canary,omitempty"`
+
+	// MaxInFlight is how many runtimes upgrade at once after the canary:
+	// a count, or a percentage of the runtimes in the rollout (rounded up,
+	// at least one).
+	// +optional
+	// +kubebuilder:default:=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="maxInFlight is a count of at least 1 or a percentage from 1% to 100%"
+	MaxInFlight intstr.IntOrString `json:"maxInFlight,omitempty"`
+
+	// SoakTime is how long a wave stays Ready before the next starts.
+	// +optional
+	// +kubebuilder:default:="0s"
+	SoakTime metav1.Duration `json:"soakTime,omitempty"`
+
+	// MaxFailures is how many runtimes may fail before the rollout halts by
+	// itself: a count, or a percentage of the runtimes in the rollout
+	// (rounded down). 0 halts on the first failure.
+	// +optional
+	// +kubebuilder:default:=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9][0-9]?%$|^100%$')",message="maxFailures is a count of at least 0 or a percentage from 0% to 100%"
+	MaxFailures intstr.IntOrString `json:"maxFailures,omitempty"`
+
+	// Paused stops the rollout between waves: the wave in flight finishes,
+	// no new one starts until paused is false again.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// RolloutCanary chooses the first runtimes to get a new version.
+type RolloutCanary struct {
+	// Selector picks the Kymas that may be canaries, by label. Absent: any.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Count is how many of them form the canary wave: a count, or a
+	// percentage of the runtimes in the rollout (rounded up, at least one).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="canary.count is a count of at least 1 or a percentage from 1% to 100%"
+	Count intstr.IntOrString `json:"count"`
+}
+
+// RolloutPhase is where a rollout stands.
+// +kubebuilder:validation:Enum=Completed;Progressing;Paused;Halted
+type RolloutPhase string
+
+// Phases of a rollout.
+const (
+	// RolloutCompleted: every runtime in the rollout has its channel's
+	// version, or may get it (also the phase before any version moved).
+	RolloutCompleted RolloutPhase = "Completed"
+	// RolloutProgressing: waves are moving runtimes to the new version.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutPaused: spec.paused holds the next wave.
+	RolloutPaused RolloutPhase = "Paused"
+	// RolloutHalted: more runtimes failed than maxFailures allows, or the
+	// version's template changed during the rollout; no wave starts.
+	RolloutHalted RolloutPhase = "Halted"
+)
+
+// ModuleRolloutStatus is how far the rollout has come.
+type ModuleRolloutStatus struct {
+	// Phase is where the rollout stands.
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// FromVersion is the version the fleet moves from; ToVersion the one
+	// the channel points to.
+	// +optional
+	FromVersion string `json:"fromVersion,omitempty"`
+	// +optional
+	ToVersion string `json:"toVersion,omitempty"`
+
+	// Template is the ModuleTemplate of ToVersion, namespace/name@revision,
+	// pinned for the whole rollout so that every wave gets the same
+	// content: a change of it halts the rollout.
+	// +optional
+	Template string `json:"template,omitempty"`
+
+	// Wave is the wave in flight or last finished: 0 is the canary, -1
+	// none yet.
+	// +optional
+	Wave int32 `json:"wave"`
+
+	// InFlight are the Kymas of the current wave that have not reached the
+	// new version Ready yet.
+	// +optional
+	// +listType=atomic
+	InFlight []string `json:"inFlight,omitempty"`
+
+	// Failed are Kymas whose module is in Error at the new version (at
+	// most 20 named; FailedCount has them all).
+	// +optional
+	// +listType=atomic
+	Failed []string `json:"failed,omitempty"`
+
+	// Total, Done, FailedCount and Pending count the runtimes in the
+	// rollout: those whose Kyma resolves the module through the channel
+	// and has it installed.
+	// +optional
+	Total int32 `json:"total"`
+	// +optional
+	Done int32 `json:"done"`
+	// +optional
+	FailedCount int32 `json:"failedCount"`
+	// +optional
+	Pending int32 `json:"pending"`
+
+	// HaltReason says why the rollout halted.
+	// +optional
+	HaltReason string `json:"haltReason,omitempty"`
+
+	// StartedAt is when the channel moved; WaveStartedAt when the current
+	// wave started; WaveReadyAt when all of it was Ready (its soak began);
+	// CompletedAt when the last runtime got the version.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	WaveStartedAt *metav1.Time `json:"waveStartedAt,omitempty"`
+	// +optional
+	WaveReadyAt *metav1.Time `json:"waveReadyAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+
+	// ObservedGeneration is the generation of the spec last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (True when Completed), Reconciling (a wave is in
+	// flight or waits for its soak) and Stalled (Halted), as kstatus reads
+	// them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ModuleRolloutList is a list of ModuleRollouts.
+type ModuleRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ModuleRollout `json:"items"`
+}

@@ -1,0 +1,216 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+)
+
+// fleet is a simulated fleet for Plan: what the Kyma and Manifest
+// controllers would do with its decisions, without them.
+type fleet struct {
+	runtimes []Runtime
+}
+
+func newFleet(n int, version string, canaries ...int) *fleet {
+	f := &fleet{}
+	for i := range n {
+		labels := map[string]string{}
+		if slices.Contains(canaries, i) {
+			labels["canary"] = "true"
+		}
+		f.runtimes = append(f.runtimes, Runtime{Kyma: fmt.Sprintf("kyma-%02d", i), Labels: labels, Version: version, State: v1beta2.StateReady, Current: true})
+	}
+	return f
+}
+
+// move gives the admitted runtimes the version, in state.
+func (f *fleet) move(admitted []string, version string, state v1beta2.State) {
+	for i := range f.runtimes {
+		if slices.Contains(admitted, f.runtimes[i].Kyma) {
+			f.runtimes[i].Version, f.runtimes[i].State = version, state
+		}
+	}
+}
+
+func (f *fleet) at(version string) []string {
+	var names []string
+	for _, rt := range f.runtimes {
+		if rt.Version == version {
+			names = append(names, rt.Kyma)
+		}
+	}
+	return names
+}
+
+var (
+	v1 = Channel{Version: "1.0.0", Template: "kcp-system/m-1.0.0@1"}
+	v2 = Channel{Version: "2.0.0", Template: "kcp-system/m-2.0.0@7"}
+)
+
+func policy() v1beta2.ModuleRolloutSpec {
+	return v1beta2.ModuleRolloutSpec{
+		ModuleName: "shop", Channel: "regular",
+		Canary: &v1beta2.RolloutCanary{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}},
+			Count:    intstr.FromInt32(2),
+		},
+		MaxInFlight: intstr.FromInt32(5),
+		SoakTime:    metav1.Duration{Duration: time.Minute},
+		MaxFailures: intstr.FromInt32(0),
+	}
+}
+
+// 20 runtimes, a canary of 2 chosen by label, then waves of at most 5, each
+// started only after the one before is Ready and has soaked a minute.
+func TestPlanMovesTheFleetInWaves(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(20, "1.0.0", 3, 7, 11)
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	status, _, err := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutCompleted), "the first version seen is where the fleet stands")
+	g.Expect(status.ToVersion).To(Equal("1.0.0"))
+
+	var waves [][]string
+	for step := 0; step < 50; step++ {
+		status, _, err = Plan(policy(), status, v2, f.runtimes, now)
+		g.Expect(err).NotTo(HaveOccurred())
+		if status.Phase == v1beta2.RolloutCompleted {
+			break
+		}
+		g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing))
+		g.Expect(len(status.InFlight)).To(BeNumerically("<=", 5), "never more than maxInFlight at once")
+		if len(status.InFlight) > 0 {
+			g.Expect(status.WaveReadyAt).To(BeNil())
+			waves = append(waves, status.InFlight)
+			f.move(status.InFlight, "2.0.0", v1beta2.StateReady)
+			continue
+		}
+		// The wave is Ready: nothing moves before it soaked.
+		g.Expect(status.WaveReadyAt).NotTo(BeNil())
+		again, after, err := Plan(policy(), status, v2, f.runtimes, now.Add(30*time.Second))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again.InFlight).To(BeEmpty(), "soaking")
+		g.Expect(after).To(Equal(30 * time.Second))
+		now = now.Add(time.Minute)
+	}
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutCompleted))
+	g.Expect(status.CompletedAt).NotTo(BeNil())
+	g.Expect(f.at("2.0.0")).To(HaveLen(20))
+	sizes := []int{}
+	for _, w := range waves {
+		sizes = append(sizes, len(w))
+	}
+	g.Expect(sizes).To(Equal([]int{2, 5, 5, 5, 3}))
+	g.Expect(waves[0]).To(HaveLen(2))
+	g.Expect([]string{"kyma-03", "kyma-07", "kyma-11"}).To(ContainElements(waves[0]), "the canary wave is chosen among the labelled Kymas")
+	g.Expect(status.Wave).To(Equal(int32(4)))
+}
+
+// A canary that fails halts the rollout: no further wave, the status names
+// the failing runtime, and the rollout goes on once it recovers.
+func TestPlanHaltsOnAFailingCanary(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(20, "1.0.0", 3, 7)
+	now := time.Now()
+	status, _, _ := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
+	status, _, err := Plan(policy(), status, v2, f.runtimes, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.InFlight).To(ConsistOf("kyma-03", "kyma-07"))
+	f.move([]string{"kyma-03"}, "2.0.0", v1beta2.StateReady)
+	f.move([]string{"kyma-07"}, "2.0.0", v1beta2.StateError)
+
+	for range 3 {
+		status, _, err = Plan(policy(), status, v2, f.runtimes, now.Add(time.Hour))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
+		g.Expect(status.HaltReason).To(ContainSubstring("1 of 20 runtimes failed at 2.0.0, more than maxFailures allows (0): kyma-07"))
+		g.Expect(status.Failed).To(ConsistOf("kyma-07"))
+		g.Expect(status.InFlight).To(BeEmpty())
+	}
+	g.Expect(f.at("2.0.0")).To(ConsistOf("kyma-03", "kyma-07"), "no other runtime is upgraded")
+
+	f.move([]string{"kyma-07"}, "2.0.0", v1beta2.StateReady)
+	status, _, err = Plan(policy(), status, v2, f.runtimes, now.Add(2*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a recovered fleet goes on")
+}
+
+// paused holds the next wave and lets the one in flight finish; resuming
+// continues with the next wave, not from the start.
+func TestPlanPauseAndResume(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(12, "1.0.0", 0, 1)
+	spec := policy()
+	spec.SoakTime = metav1.Duration{}
+	now := time.Now()
+	status, _, _ := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
+	status, _, _ = Plan(spec, status, v2, f.runtimes, now)
+	canary := status.InFlight
+	g.Expect(canary).To(HaveLen(2))
+
+	spec.Paused = true
+	status, _, _ = Plan(spec, status, v2, f.runtimes, now)
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutPaused))
+	g.Expect(status.InFlight).To(Equal(canary), "the wave in flight stays admitted")
+	f.move(canary, "2.0.0", v1beta2.StateReady)
+	for range 3 {
+		status, _, _ = Plan(spec, status, v2, f.runtimes, now)
+		g.Expect(status.Phase).To(Equal(v1beta2.RolloutPaused))
+		g.Expect(status.InFlight).To(BeEmpty(), "no new wave while paused")
+	}
+
+	spec.Paused = false
+	status, _, _ = Plan(spec, status, v2, f.runtimes, now)
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing))
+	g.Expect(status.Wave).To(Equal(int32(1)))
+	g.Expect(status.InFlight).To(HaveLen(5))
+	g.Expect(status.InFlight).NotTo(ContainElements(canary))
+}
+
+// A change of the new version's template during the rollout halts it: the
+// waves after it would get other content than the ones before.
+func TestPlanHaltsWhenTheTemplateChanges(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(4, "1.0.0")
+	spec := policy()
+	spec.Canary = nil
+	status, _, _ := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
+	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now())
+	g.Expect(status.InFlight).To(HaveLen(4))
+	edited := v2
+	edited.Template = "kcp-system/m-2.0.0@8"
+	status, _, _ = Plan(spec, status, edited, f.runtimes, time.Now())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
+	g.Expect(status.HaltReason).To(ContainSubstring("changed during the rollout"))
+}
+
+// A canary selector that matches no runtime halts rather than skipping the
+// canary; percentages scale with the fleet.
+func TestPlanCanaryWithoutCandidatesHalts(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(10, "1.0.0")
+	status, _, _ := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
+	status, _, _ = Plan(policy(), status, v2, f.runtimes, time.Now())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
+	g.Expect(status.HaltReason).To(ContainSubstring("matches canary.selector"))
+
+	spec := policy()
+	spec.Canary = &v1beta2.RolloutCanary{Count: intstr.FromString("10%")}
+	spec.MaxInFlight = intstr.FromString("25%")
+	status, _, _ = Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
+	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now())
+	g.Expect(status.InFlight).To(HaveLen(1), "10% of 10")
+	f.move(status.InFlight, "2.0.0", v1beta2.StateReady)
+	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(time.Hour))
+	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(2*time.Hour))
+	g.Expect(status.InFlight).To(HaveLen(3), "25% of 10, rounded up")
+}

@@ -1,0 +1,73 @@
+package rollout
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+)
+
+// DefaultPoll is how often a rollout in flight is looked at when nothing
+// it watches changes (a soak ending is scheduled exactly).
+const DefaultPoll = 30 * time.Second
+
+// SetupWithManager registers the controller. It must come after the Kyma
+// controller, whose index of Kymas by module it reads.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Poll <= 0 {
+		r.Poll = DefaultPoll
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("rollout").
+		For(&v1beta2.ModuleRollout{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A Manifest of the module that changes (Ready, Error, a new
+		// version) can end a wave or a halt.
+		Watches(&v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.rolloutsOf(ctx, obj.GetLabels()[v1beta2.ModuleNameLabel])
+		})).
+		Watches(&v1beta2.ModuleReleaseMeta{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			meta, _ := obj.(*v1beta2.ModuleReleaseMeta)
+			if meta == nil {
+				return nil
+			}
+			return r.rolloutsOf(ctx, meta.Spec.ModuleName)
+		})).
+		Watches(&v1beta2.ModuleTemplate{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			template, _ := obj.(*v1beta2.ModuleTemplate)
+			if template == nil {
+				return nil
+			}
+			return r.rolloutsOf(ctx, resolve.ModuleName(template))
+		})).
+		// One rollout at a time: each reads its module's whole fleet.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r)
+}
+
+// rolloutsOf lists the rollouts of a module.
+func (r *Reconciler) rolloutsOf(ctx context.Context, module string) []reconcile.Request {
+	if module == "" {
+		return nil
+	}
+	list := &v1beta2.ModuleRolloutList{}
+	if err := r.List(ctx, list, client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ModuleRollouts", "module", module)
+		return nil
+	}
+	var requests []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.ModuleName == module {
+			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return requests
+}

@@ -1,0 +1,162 @@
+package lmctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
+)
+
+func newRolloutCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "Show and steer module rollouts (ModuleRollouts)",
+		Long: `A ModuleRollout moves the runtimes on one channel of one module to the channel's
+new version in waves: a canary set, then at most maxInFlight at once, halting by
+itself when too many fail (docs/rollouts.md).`,
+	}
+	cmd.AddCommand(newRolloutStatusCommand(), newRolloutPauseCommand(true), newRolloutPauseCommand(false))
+	return cmd
+}
+
+func newRolloutStatusCommand() *cobra.Command {
+	var (
+		kube   kubeFlags
+		format = output.Table
+		watch  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status [NAME]",
+		Short: "Show every rollout, or one in detail",
+		Long: `Without NAME, one row per rollout: phase, versions, wave, runtimes done, in flight
+and failed. With NAME, that rollout in detail: a progress bar, the runtimes in
+flight and failed, and why it halted. -w redraws whenever something changes.`,
+		Example: `  lmctl rollout status
+  lmctl rollout status sample-regular -w
+  lmctl rollout status -o json | jq '.[] | select(.phase == "Halted")'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := kube.client()
+			if err != nil {
+				return err
+			}
+			p := rolloutPrinter{client: c, namespace: kube.namespace, format: format}
+			if len(args) == 1 {
+				p.name = args[0]
+			}
+			if !watch {
+				v, err := p.get(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return p.print(cmd.OutOrStdout(), v)
+			}
+			return p.watch(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
+	kube.bind(cmd.Flags())
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, json or yaml.")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "Keep watching and print again whenever something changes.")
+	return cmd
+}
+
+func newRolloutPauseCommand(pause bool) *cobra.Command {
+	var kube kubeFlags
+	use, short, done := "pause NAME", "Stop a rollout before its next wave (the wave in flight finishes)", "paused"
+	if !pause {
+		use, short, done = "resume NAME", "Let a paused rollout go on with its next wave", "resumed"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := kube.client()
+			if err != nil {
+				return err
+			}
+			if err := rollout.SetPaused(cmd.Context(), c, kube.namespace, args[0], pause); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ModuleRollout %s %s\n", args[0], done)
+			return err
+		},
+	}
+	kube.bind(cmd.Flags())
+	return cmd
+}
+
+type rolloutPrinter struct {
+	client    client.Reader
+	namespace string
+	name      string
+	format    output.Format
+}
+
+func (p rolloutPrinter) get(ctx context.Context) (any, error) {
+	if p.name != "" {
+		return rollout.Get(ctx, p.client, p.namespace, p.name)
+	}
+	return rollout.List(ctx, p.client, p.namespace)
+}
+
+func (p rolloutPrinter) print(w io.Writer, v any) error {
+	if p.format != output.Table {
+		return output.Structured(w, p.format, v)
+	}
+	switch r := v.(type) {
+	case rollout.Rollout:
+		return rollout.WriteDetail(w, r, time.Now())
+	case []rollout.Rollout:
+		if len(r) == 0 {
+			_, err := fmt.Fprintf(w, "No ModuleRollouts in namespace %s: every channel's new version reaches its runtimes at once.\n", p.namespace)
+			return err
+		}
+		return rollout.WriteTable(w, r)
+	}
+	return nil
+}
+
+// watch prints, then prints again on every change, until ctx ends; on a
+// terminal each print replaces the last.
+func (p rolloutPrinter) watch(ctx context.Context, w io.Writer) error {
+	tty, _ := stdoutTerminal()
+	var last any
+	ticker := time.NewTicker(watchInterval)
+	defer ticker.Stop()
+	for {
+		v, err := p.get(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			fmt.Fprintf(w, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
+		case last == nil || !reflect.DeepEqual(last, v):
+			last = v
+			if tty && p.format == output.Table {
+				fmt.Fprint(w, "\x1b[H\x1b[2J")
+			}
+			if p.format == output.Table {
+				fmt.Fprintf(w, "%s  every %s, Ctrl-C to stop\n", time.Now().Format(time.TimeOnly), watchInterval)
+			}
+			if err := p.print(w, v); err != nil {
+				return err
+			}
+			if !tty && p.format == output.Table {
+				fmt.Fprintln(w)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}

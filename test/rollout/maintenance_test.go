@@ -1,0 +1,83 @@
+package rollout
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+// A version that requires downtime waits for the runtime's maintenance
+// window: outside it the module stays at the installed version and says
+// until when; at the runtime's point in the window it moves. A Kyma that
+// skips maintenance windows moves at once.
+func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
+	RegisterTestingT(t)
+	ctx := context.Background()
+	const module = "vault"
+	Expect(publish(ctx, module, "1.0.0", configMap(module, "1.0.0"))).To(Succeed())
+	Expect(publish(ctx, module, "2.0.0", configMap(module, "2.0.0"), func(t *v1beta2.ModuleTemplate) { t.Spec.RequiresDowntime = true })).To(Succeed())
+	Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+	names := newFleet(t, "vault", module, 2)
+	waiting, skipping := names[0], names[1]
+	k := &v1beta2.Kyma{}
+	Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: skipping}, k)).To(Succeed())
+	k.Spec.SkipMaintenanceWindows = true
+	Expect(env.kcpClient.Update(ctx, k)).To(Succeed())
+	eventuallyAt(names, module, "1.0.0")
+
+	moveChannel(t, module, "2.0.0")
+	eventuallyAt([]string{skipping}, module, "2.0.0")
+	slot, ok := windows.SlotFor(waiting, nil, clock.Now())
+	Expect(ok).To(BeTrue())
+	Eventually(func(g Gomega) {
+		m := moduleOf(g, waiting, module)
+		g.Expect(m.Version).To(Equal("1.0.0"))
+		g.Expect(m.State).To(Equal(v1beta2.StateReady))
+		g.Expect(m.Maintenance).To(BeTrue())
+		g.Expect(m.Message).To(ContainSubstring("Version 2.0.0 requires downtime: it is installed in maintenance window saturday-night, at " + slot.At.UTC().Format(time.RFC3339)))
+	}, timeout, interval).Should(Succeed())
+	Consistently(func(g Gomega) {
+		g.Expect(moduleOf(g, waiting, module).Version).To(Equal("1.0.0"))
+	}, 2*time.Second, interval).Should(Succeed())
+
+	// The window opens, but the runtime's point in it is still ahead.
+	clock.SetTime(slot.At.Add(-time.Second))
+	touch(waiting)
+	Consistently(func(g Gomega) {
+		g.Expect(moduleOf(g, waiting, module).Version).To(Equal("1.0.0"))
+	}, 2*time.Second, interval).Should(Succeed())
+
+	clock.SetTime(slot.At.Add(time.Minute))
+	touch(waiting)
+	eventuallyAt([]string{waiting}, module, "2.0.0")
+	Expect(moduleOf(NewWithT(t), waiting, module).Maintenance).To(BeFalse())
+}
+
+func moduleOf(g Gomega, kymaName, module string) v1beta2.ModuleStatus {
+	k := &v1beta2.Kyma{}
+	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kymaName}, k)).To(Succeed())
+	for _, m := range k.Status.Modules {
+		if m.Name == module {
+			return m
+		}
+	}
+	g.Expect(k.Status.Modules).To(ContainElement(HaveField("Name", module)))
+	return v1beta2.ModuleStatus{}
+}
+
+// touch makes the Kyma controller look at a Kyma now: a label change, as
+// an SRE's edit would. The fake clock moved, and the real requeue it
+// scheduled is days away.
+func touch(kymaName string) {
+	k := &v1beta2.Kyma{}
+	k.SetNamespace(kcpNamespace)
+	k.SetName(kymaName)
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"rollout.lifecycle-manager/touched":"`+time.Now().Format("150405.000000000")+`"}}}`))
+	Expect(env.kcpClient.Patch(context.Background(), k, patch)).To(Succeed())
+}

@@ -1,0 +1,305 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+)
+
+const (
+	timeout  = 3 * time.Minute
+	interval = 200 * time.Millisecond
+)
+
+const canaryLabel = "rollout.lifecycle-manager/canary"
+
+func configMap(name, version string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  version: %q\n", name, version)
+}
+
+// newFleet registers n Kymas on the runtime, each in a sync namespace of its
+// own, with the module on channel regular; the Kymas at the given indexes
+// are labelled as canaries.
+func newFleet(t *testing.T, prefix, module string, n int, canaries ...int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	for i := range n {
+		name := fmt.Sprintf("%s-%02d", prefix, i)
+		names = append(names, name)
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
+			Data:       map[string][]byte{"config": env.runtime.Kubeconfig()},
+		}
+		labels := map[string]string{}
+		if slices.Contains(canaries, i) {
+			labels[canaryLabel] = "true"
+		}
+		k := &v1beta2.Kyma{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: labels},
+			Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name, Modules: []v1beta2.Module{
+				{Name: module, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete},
+			}},
+		}
+		Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
+		Expect(env.kcpClient.Create(ctx, k)).To(Succeed())
+		t.Cleanup(func() {
+			_ = env.kcpClient.Delete(ctx, k)
+			Eventually(func() bool {
+				return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(k), &v1beta2.Kyma{}))
+			}, timeout, interval).Should(BeTrue())
+			_ = env.kcpClient.Delete(ctx, secret)
+		})
+	}
+	return names
+}
+
+// eventuallyAt waits until every Kyma shows the module Ready at version.
+func eventuallyAt(names []string, module, version string) {
+	Eventually(func(g Gomega) {
+		for _, name := range names {
+			k := &v1beta2.Kyma{}
+			g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: name}, k)).To(Succeed())
+			var found bool
+			for _, m := range k.Status.Modules {
+				if m.Name == module {
+					found = true
+					g.Expect(m.State).To(Equal(v1beta2.StateReady), "%s: %s", name, m.Message)
+					g.Expect(m.Version).To(Equal(version), name)
+				}
+			}
+			g.Expect(found).To(BeTrue(), name)
+		}
+	}, timeout, interval).Should(Succeed())
+}
+
+// transitions records, from a watch of the control plane's Manifests of a
+// module, when each Kyma's Manifest was asked for version (its spec) and
+// when it was Ready at it.
+type transitions struct {
+	mu     sync.Mutex
+	events []transition
+	seen   map[string]string
+}
+
+type transition struct {
+	kyma  string
+	ready bool // false: asked for the version; true: Ready at it
+}
+
+func record(t *testing.T, module, version string) *transitions {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := env.kcpClient.Watch(ctx, &v1beta2.ManifestList{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.ModuleNameLabel: module})
+	Expect(err).NotTo(HaveOccurred())
+	tr := &transitions{seen: map[string]string{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			m, ok := ev.Object.(*v1beta2.Manifest)
+			if !ok || ev.Type == watch.Deleted || m.Spec.Version != version {
+				continue
+			}
+			kymaName := m.Labels[v1beta2.KymaNameLabel]
+			ready := m.Status.State == v1beta2.StateReady && m.Status.ObservedGeneration == m.Generation &&
+				meta.IsStatusConditionTrue(m.Status.Conditions, "Ready")
+			state := "asked"
+			if ready {
+				state = "ready"
+			}
+			tr.mu.Lock()
+			if tr.seen[kymaName] != state {
+				if tr.seen[kymaName] == "" && ready {
+					tr.events = append(tr.events, transition{kyma: kymaName})
+				}
+				tr.seen[kymaName] = state
+				tr.events = append(tr.events, transition{kyma: kymaName, ready: ready})
+			}
+			tr.mu.Unlock()
+		}
+	}()
+	return tr
+}
+
+// order is the Kymas in the order they were asked for the version, and the
+// most that were asked and not yet Ready at any moment.
+func (tr *transitions) order() (asked []string, maxInFlight int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	inFlight := map[string]bool{}
+	for _, ev := range tr.events {
+		if ev.ready {
+			delete(inFlight, ev.kyma)
+			continue
+		}
+		asked = append(asked, ev.kyma)
+		inFlight[ev.kyma] = true
+		maxInFlight = max(maxInFlight, len(inFlight))
+	}
+	return asked, maxInFlight
+}
+
+func newRollout(t *testing.T, module string, maxFailures int32) *v1beta2.ModuleRollout {
+	t.Helper()
+	ro := &v1beta2.ModuleRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: module + "-regular", Namespace: kcpNamespace},
+		Spec: v1beta2.ModuleRolloutSpec{
+			ModuleName: module, Channel: "regular",
+			Canary:      &v1beta2.RolloutCanary{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{canaryLabel: "true"}}, Count: intstr.FromInt32(2)},
+			MaxInFlight: intstr.FromInt32(5),
+			MaxFailures: intstr.FromInt32(maxFailures),
+		},
+	}
+	Expect(env.kcpClient.Create(context.Background(), ro)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), ro) })
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutCompleted))
+		g.Expect(ro.Status.ToVersion).To(Equal("1.0.0"))
+	}, timeout, interval).Should(Succeed())
+	return ro
+}
+
+func moveChannel(t *testing.T, module, version string) {
+	t.Helper()
+	meta := &v1beta2.ModuleReleaseMeta{}
+	Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: module}, meta)).To(Succeed())
+	meta.Spec.Channels = []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: version}}
+	Expect(env.kcpClient.Update(context.Background(), meta)).To(Succeed())
+}
+
+func publishModule(t *testing.T, module string, v2Content string) {
+	t.Helper()
+	ctx := context.Background()
+	Expect(publish(ctx, module, "1.0.0", configMap(module, "1.0.0"))).To(Succeed())
+	Expect(publish(ctx, module, "2.0.0", v2Content)).To(Succeed())
+	Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+}
+
+// 20 runtimes, a canary of 2 chosen by label, then waves of at most 5: the
+// Manifests are asked for the new version canaries first, never more than
+// 5 at once, and every runtime ends at it; while they wait, the Kymas say
+// so.
+func TestFleetMovesInWaves(t *testing.T) {
+	RegisterTestingT(t)
+	const module = "shop"
+	publishModule(t, module, configMap(module, "2.0.0"))
+	names := newFleet(t, "shop", module, 20, 4, 9)
+	eventuallyAt(names, module, "1.0.0")
+	newRollout(t, module, 0)
+
+	tr := record(t, module, "2.0.0")
+	moveChannel(t, module, "2.0.0")
+	Eventually(func(g Gomega) {
+		k := &v1beta2.Kyma{}
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: names[19]}, k)).To(Succeed())
+		g.Expect(k.Status.Modules).To(ContainElement(HaveField("Message", ContainSubstring("Version 2.0.0 waits for"))))
+	}, timeout, interval).Should(Succeed(), "a Kyma waiting for its wave says so")
+	eventuallyAt(names, module, "2.0.0")
+
+	asked, maxInFlight := tr.order()
+	Expect(asked).To(HaveLen(20))
+	Expect(asked[:2]).To(ConsistOf(names[4], names[9]), "the canaries first")
+	Expect(maxInFlight).To(BeNumerically("<=", 5), "never more than maxInFlight at once")
+	ro := &v1beta2.ModuleRollout{}
+	Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: module + "-regular"}, ro)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutCompleted))
+		g.Expect(ro.Status.Done).To(Equal(int32(20)))
+		g.Expect(ro.Status.Wave).To(Equal(int32(4)), "canary and four waves")
+	}, timeout, interval).Should(Succeed())
+}
+
+// A canary that fails halts the rollout: no other runtime is asked for the
+// new version, and the rollout names the failing runtime. Here a runtime
+// owner's ConfigMap stands where 2.0.0 wants its own in one canary's
+// namespace, which the module never takes over.
+func TestFailingCanaryHaltsTheRollout(t *testing.T) {
+	RegisterTestingT(t)
+	const module = "pantry"
+	publishModule(t, module, configMap(module, "2.0.0")+"---\n"+configMap("pantry-extra", "2.0.0"))
+	names := newFleet(t, "pantry", module, 8, 2, 5)
+	eventuallyAt(names, module, "1.0.0")
+	ro := newRollout(t, module, 0)
+	for _, canary := range []string{names[2], names[5]} {
+		Expect(env.rtClient.Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "pantry-extra", Namespace: canary},
+		})).To(Succeed())
+	}
+
+	tr := record(t, module, "2.0.0")
+	moveChannel(t, module, "2.0.0")
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutHalted))
+		g.Expect(ro.Status.Failed).To(ConsistOf(names[2], names[5]))
+		g.Expect(ro.Status.HaltReason).To(ContainSubstring("2 of 8 runtimes failed at 2.0.0"))
+		stalled := meta.FindStatusCondition(ro.Status.Conditions, "Stalled")
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, interval).Should(Succeed())
+	// Consistently: the halt holds, and nobody else moves.
+	Consistently(func(g Gomega) {
+		asked, _ := tr.order()
+		g.Expect(asked).To(ConsistOf(names[2], names[5]))
+	}, 3*time.Second, interval).Should(Succeed())
+	for _, name := range names {
+		if name == names[2] || name == names[5] {
+			continue
+		}
+		m := &v1beta2.Manifest{}
+		Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(name, module)}, m)).To(Succeed())
+		Expect(m.Spec.Version).To(Equal("1.0.0"), name)
+	}
+}
+
+// Pausing holds the next wave; resuming continues with it.
+func TestPauseAndResume(t *testing.T) {
+	RegisterTestingT(t)
+	const module = "bakery"
+	publishModule(t, module, configMap(module, "2.0.0"))
+	names := newFleet(t, "bakery", module, 8, 0, 1)
+	eventuallyAt(names, module, "1.0.0")
+	ro := newRollout(t, module, 0)
+	ro.Spec.Paused = true
+	Expect(env.kcpClient.Update(context.Background(), ro)).To(Succeed())
+
+	tr := record(t, module, "2.0.0")
+	moveChannel(t, module, "2.0.0")
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutPaused))
+		g.Expect(ro.Status.ToVersion).To(Equal("2.0.0"))
+	}, timeout, interval).Should(Succeed())
+	Consistently(func(g Gomega) {
+		asked, _ := tr.order()
+		g.Expect(asked).To(BeEmpty(), "paused before the canary: nobody moves")
+	}, 3*time.Second, interval).Should(Succeed())
+
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		ro.Spec.Paused = false
+		g.Expect(env.kcpClient.Update(context.Background(), ro)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	eventuallyAt(names, module, "2.0.0")
+	asked, _ := tr.order()
+	Expect(asked[:2]).To(ConsistOf(names[0], names[1]))
+}
