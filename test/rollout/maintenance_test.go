@@ -31,35 +31,36 @@ func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
 	Expect(env.kcpClient.Update(ctx, k)).To(Succeed())
 	eventuallyAt(names, module, "1.0.0")
 
-	moveChannel(t, module, "2.0.0")
+	moveChannel(t, module)
 	eventuallyAt([]string{skipping}, module, "2.0.0")
 	slot, ok := windows.SlotFor(waiting, nil, clock.Now())
 	Expect(ok).To(BeTrue())
 	Eventually(func(g Gomega) {
-		m := moduleOf(g, waiting, module)
+		m := moduleOf(g, waiting)
 		g.Expect(m.Version).To(Equal("1.0.0"))
 		g.Expect(m.State).To(Equal(v1beta2.StateReady))
 		g.Expect(m.Maintenance).To(BeTrue())
 		g.Expect(m.Message).To(ContainSubstring("Version 2.0.0 requires downtime: it is installed in maintenance window saturday-night, at " + slot.At.UTC().Format(time.RFC3339)))
 	}, timeout, interval).Should(Succeed())
 	Consistently(func(g Gomega) {
-		g.Expect(moduleOf(g, waiting, module).Version).To(Equal("1.0.0"))
+		g.Expect(moduleOf(g, waiting).Version).To(Equal("1.0.0"))
 	}, 2*time.Second, interval).Should(Succeed())
 
 	// The window opens, but the runtime's point in it is still ahead.
 	clock.SetTime(slot.At.Add(-time.Second))
 	touch(waiting)
 	Consistently(func(g Gomega) {
-		g.Expect(moduleOf(g, waiting, module).Version).To(Equal("1.0.0"))
+		g.Expect(moduleOf(g, waiting).Version).To(Equal("1.0.0"))
 	}, 2*time.Second, interval).Should(Succeed())
 
 	clock.SetTime(slot.At.Add(time.Minute))
 	touch(waiting)
 	eventuallyAt([]string{waiting}, module, "2.0.0")
-	Expect(moduleOf(NewWithT(t), waiting, module).Maintenance).To(BeFalse())
+	Expect(moduleOf(NewWithT(t), waiting).Maintenance).To(BeFalse())
 }
 
-func moduleOf(g Gomega, kymaName, module string) v1beta2.ModuleStatus {
+func moduleOf(g Gomega, kymaName string) v1beta2.ModuleStatus {
+	const module = "vault"
 	k := &v1beta2.Kyma{}
 	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kymaName}, k)).To(Succeed())
 	for _, m := range k.Status.Modules {

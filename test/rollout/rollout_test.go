@@ -177,11 +177,12 @@ func newRollout(t *testing.T, module string, maxFailures int32) *v1beta2.ModuleR
 	return ro
 }
 
-func moveChannel(t *testing.T, module, version string) {
+// moveChannel points channel regular of module at 2.0.0.
+func moveChannel(t *testing.T, module string) {
 	t.Helper()
 	meta := &v1beta2.ModuleReleaseMeta{}
 	Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: module}, meta)).To(Succeed())
-	meta.Spec.Channels = []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: version}}
+	meta.Spec.Channels = []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: "2.0.0"}}
 	Expect(env.kcpClient.Update(context.Background(), meta)).To(Succeed())
 }
 
@@ -206,7 +207,7 @@ func TestFleetMovesInWaves(t *testing.T) {
 	newRollout(t, module, 0)
 
 	tr := record(t, module, "2.0.0")
-	moveChannel(t, module, "2.0.0")
+	moveChannel(t, module)
 	Eventually(func(g Gomega) {
 		k := &v1beta2.Kyma{}
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: names[19]}, k)).To(Succeed())
@@ -246,7 +247,7 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 	}
 
 	tr := record(t, module, "2.0.0")
-	moveChannel(t, module, "2.0.0")
+	moveChannel(t, module)
 	Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
 		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutHalted))
@@ -283,7 +284,7 @@ func TestPauseAndResume(t *testing.T) {
 	Expect(env.kcpClient.Update(context.Background(), ro)).To(Succeed())
 
 	tr := record(t, module, "2.0.0")
-	moveChannel(t, module, "2.0.0")
+	moveChannel(t, module)
 	Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
 		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutPaused))

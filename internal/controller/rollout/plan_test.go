@@ -19,23 +19,23 @@ type fleet struct {
 	runtimes []Runtime
 }
 
-func newFleet(n int, version string, canaries ...int) *fleet {
+func newFleet(n int, canaries ...int) *fleet {
 	f := &fleet{}
 	for i := range n {
 		labels := map[string]string{}
 		if slices.Contains(canaries, i) {
 			labels["canary"] = "true"
 		}
-		f.runtimes = append(f.runtimes, Runtime{Kyma: fmt.Sprintf("kyma-%02d", i), Labels: labels, Version: version, State: v1beta2.StateReady, Current: true})
+		f.runtimes = append(f.runtimes, Runtime{Kyma: fmt.Sprintf("kyma-%02d", i), Labels: labels, Version: "1.0.0", State: v1beta2.StateReady, Current: true})
 	}
 	return f
 }
 
-// move gives the admitted runtimes the version, in state.
-func (f *fleet) move(admitted []string, version string, state v1beta2.State) {
+// move gives the admitted runtimes version 2.0.0, in state.
+func (f *fleet) move(admitted []string, state v1beta2.State) {
 	for i := range f.runtimes {
 		if slices.Contains(admitted, f.runtimes[i].Kyma) {
-			f.runtimes[i].Version, f.runtimes[i].State = version, state
+			f.runtimes[i].Version, f.runtimes[i].State = "2.0.0", state
 		}
 	}
 }
@@ -72,7 +72,7 @@ func policy() v1beta2.ModuleRolloutSpec {
 // started only after the one before is Ready and has soaked a minute.
 func TestPlanMovesTheFleetInWaves(t *testing.T) {
 	g := NewWithT(t)
-	f := newFleet(20, "1.0.0", 3, 7, 11)
+	f := newFleet(20, 3, 7, 11)
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	status, _, err := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -91,7 +91,7 @@ func TestPlanMovesTheFleetInWaves(t *testing.T) {
 		if len(status.InFlight) > 0 {
 			g.Expect(status.WaveReadyAt).To(BeNil())
 			waves = append(waves, status.InFlight)
-			f.move(status.InFlight, "2.0.0", v1beta2.StateReady)
+			f.move(status.InFlight, v1beta2.StateReady)
 			continue
 		}
 		// The wave is Ready: nothing moves before it soaked.
@@ -119,14 +119,14 @@ func TestPlanMovesTheFleetInWaves(t *testing.T) {
 // the failing runtime, and the rollout goes on once it recovers.
 func TestPlanHaltsOnAFailingCanary(t *testing.T) {
 	g := NewWithT(t)
-	f := newFleet(20, "1.0.0", 3, 7)
+	f := newFleet(20, 3, 7)
 	now := time.Now()
 	status, _, _ := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
 	status, _, err := Plan(policy(), status, v2, f.runtimes, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(status.InFlight).To(ConsistOf("kyma-03", "kyma-07"))
-	f.move([]string{"kyma-03"}, "2.0.0", v1beta2.StateReady)
-	f.move([]string{"kyma-07"}, "2.0.0", v1beta2.StateError)
+	f.move([]string{"kyma-03"}, v1beta2.StateReady)
+	f.move([]string{"kyma-07"}, v1beta2.StateError)
 
 	for range 3 {
 		status, _, err = Plan(policy(), status, v2, f.runtimes, now.Add(time.Hour))
@@ -138,7 +138,7 @@ func TestPlanHaltsOnAFailingCanary(t *testing.T) {
 	}
 	g.Expect(f.at("2.0.0")).To(ConsistOf("kyma-03", "kyma-07"), "no other runtime is upgraded")
 
-	f.move([]string{"kyma-07"}, "2.0.0", v1beta2.StateReady)
+	f.move([]string{"kyma-07"}, v1beta2.StateReady)
 	status, _, err = Plan(policy(), status, v2, f.runtimes, now.Add(2*time.Hour))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a recovered fleet goes on")
@@ -148,7 +148,7 @@ func TestPlanHaltsOnAFailingCanary(t *testing.T) {
 // continues with the next wave, not from the start.
 func TestPlanPauseAndResume(t *testing.T) {
 	g := NewWithT(t)
-	f := newFleet(12, "1.0.0", 0, 1)
+	f := newFleet(12, 0, 1)
 	spec := policy()
 	spec.SoakTime = metav1.Duration{}
 	now := time.Now()
@@ -161,7 +161,7 @@ func TestPlanPauseAndResume(t *testing.T) {
 	status, _, _ = Plan(spec, status, v2, f.runtimes, now)
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutPaused))
 	g.Expect(status.InFlight).To(Equal(canary), "the wave in flight stays admitted")
-	f.move(canary, "2.0.0", v1beta2.StateReady)
+	f.move(canary, v1beta2.StateReady)
 	for range 3 {
 		status, _, _ = Plan(spec, status, v2, f.runtimes, now)
 		g.Expect(status.Phase).To(Equal(v1beta2.RolloutPaused))
@@ -180,7 +180,7 @@ func TestPlanPauseAndResume(t *testing.T) {
 // waves after it would get other content than the ones before.
 func TestPlanHaltsWhenTheTemplateChanges(t *testing.T) {
 	g := NewWithT(t)
-	f := newFleet(4, "1.0.0")
+	f := newFleet(4)
 	spec := policy()
 	spec.Canary = nil
 	status, _, _ := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
@@ -197,7 +197,7 @@ func TestPlanHaltsWhenTheTemplateChanges(t *testing.T) {
 // canary; percentages scale with the fleet.
 func TestPlanCanaryWithoutCandidatesHalts(t *testing.T) {
 	g := NewWithT(t)
-	f := newFleet(10, "1.0.0")
+	f := newFleet(10)
 	status, _, _ := Plan(policy(), v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
 	status, _, _ = Plan(policy(), status, v2, f.runtimes, time.Now())
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
@@ -209,7 +209,7 @@ func TestPlanCanaryWithoutCandidatesHalts(t *testing.T) {
 	status, _, _ = Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, time.Now())
 	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now())
 	g.Expect(status.InFlight).To(HaveLen(1), "10% of 10")
-	f.move(status.InFlight, "2.0.0", v1beta2.StateReady)
+	f.move(status.InFlight, v1beta2.StateReady)
 	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(time.Hour))
 	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(2*time.Hour))
 	g.Expect(status.InFlight).To(HaveLen(3), "25% of 10, rounded up")
