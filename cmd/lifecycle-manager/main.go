@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/version"
@@ -17,7 +18,7 @@ import (
 
 func main() {
 	opts := operator.DefaultOptions()
-	var insecureRegistries, maintenanceWindows string
+	var insecureRegistries, maintenanceWindows, hibernationSchedules string
 	zapOpts := zap.Options{}
 
 	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
@@ -52,6 +53,8 @@ func main() {
 	flag.DurationVar(&opts.ModuleAccess.TokenRenewBefore, "module-token-renew-before", opts.ModuleAccess.TokenRenewBefore, "How long before it expires a module's token is renewed; 0 means halfway through its life.")
 	flag.StringVar(&maintenanceWindows, "maintenance-windows", "",
 		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
+	flag.StringVar(&hibernationSchedules, "hibernation-schedules", "",
+		"YAML file of cron schedules per label group of Kymas that put runtimes to sleep and wake them (docs/operations.md); a sleeping runtime is paused. Empty: none.")
 	opts.Content.BindFlags(flag.CommandLine)
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
@@ -72,6 +75,14 @@ func main() {
 			os.Exit(1)
 		}
 		opts.MaintenanceWindows = policy
+	}
+	if hibernationSchedules != "" {
+		schedules, err := hibernation.Load(hibernationSchedules)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.HibernationSchedules = schedules
 	}
 	if insecureRegistries != "" {
 		opts.Content.InsecureRegistries = strings.Split(insecureRegistries, ",")

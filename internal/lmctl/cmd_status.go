@@ -91,6 +91,9 @@ func (s statusPrinter) print(w io.Writer, fleet status.Fleet) error {
 		if rt.Message != "" {
 			fmt.Fprintf(w, "  %s\n", rt.Message)
 		}
+		if rt.Paused != "" {
+			fmt.Fprintf(w, "  Paused: %s\n", rt.Paused)
+		}
 		fmt.Fprintln(w)
 		return status.WriteModules(w, rt)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/rollout"
+	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
@@ -106,6 +107,9 @@ type Options struct {
 	// MaintenanceWindows, when set, holds upgrades to versions that require
 	// downtime until each runtime's window (SPEC G2, --maintenance-windows).
 	MaintenanceWindows *maintenance.Policy
+	// HibernationSchedules, when set, pause runtimes while their schedule
+	// says they sleep (SPEC G3, --hibernation-schedules).
+	HibernationSchedules *hibernation.Schedules
 	// Clock tells the controllers the time of day (maintenance windows,
 	// rollouts' soak); the real one when nil. Tests set a fake one.
 	Clock clock.PassiveClock
@@ -186,7 +190,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the pause selector %q: %w", opts.PauseSelector, err)
 	}
-	paused := pause.Policy{Group: pauseGroup}
+	paused := pause.Policy{Group: pauseGroup, Hibernation: opts.HibernationSchedules, Clock: opts.Clock}
 	mgr, err := newManager(opts, scheme, selection)
 	if err != nil {
 		return nil, err

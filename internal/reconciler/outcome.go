@@ -47,7 +47,8 @@ const (
 	// lock). Nothing is recorded; requeued quickly and quietly.
 	KindConflict
 	// KindPaused means the object is paused; only the pause is recorded, and
-	// nothing is requeued (unpausing is a change that requeues it).
+	// nothing is requeued (unpausing is a change that requeues it) unless
+	// the pause ends by itself after After (a hibernation's wake).
 	KindPaused
 )
 
@@ -141,8 +142,10 @@ func (o Outcome) Result() (ctrl.Result, error) {
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	case KindConflict:
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
-	case KindDone, KindPaused:
+	case KindDone:
 		return ctrl.Result{}, nil
+	case KindPaused:
+		return ctrl.Result{RequeueAfter: o.After}, nil
 	default:
 		return ctrl.Result{RequeueAfter: o.After}, nil
 	}

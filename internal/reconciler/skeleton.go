@@ -38,6 +38,10 @@ type Phases[T client.Object] struct {
 	// status. Both optional.
 	Paused   func(obj T) bool
 	OnPaused func(obj T)
+	// PausedFor, when set, is how long until a paused object resumes by
+	// itself (a hibernation schedule's wake); zero when only a change
+	// resumes it. Optional.
+	PausedFor func(obj T) time.Duration
 	// Delete removes what the object put in place. Done lets it go.
 	Delete func(ctx context.Context, obj T) Outcome
 	// Announce, when set and returning true, has its outcome recorded and
@@ -112,7 +116,11 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 		if o := p.patchStatus(ctx, c, base, obj); o.Kind == KindConflict {
 			return o
 		}
-		return Outcome{Kind: KindPaused}
+		o := Outcome{Kind: KindPaused}
+		if p.PausedFor != nil {
+			o.After = p.PausedFor(obj)
+		}
+		return o
 	}
 	if p.Announce != nil {
 		if o, ok := p.Announce(obj); ok {

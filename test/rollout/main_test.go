@@ -1,5 +1,6 @@
-// Package rollout runs ModuleRollouts through the whole operator against a
-// real control plane and a real runtime API server: 20 Kymas share one
+// Package rollout runs ModuleRollouts, maintenance windows and hibernation
+// schedules through the whole operator, with a fake clock, against a real
+// control plane and a real runtime API server: 20 Kymas share one
 // runtime, each in a sync namespace of its own (SPEC R19), and what the
 // fleet did is asserted from the Manifest transitions a watch recorded.
 package rollout
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -39,6 +41,15 @@ windows:
     days: [Sat]
     start: "02:00"
     duration: 2h
+`
+
+// Kymas labelled hibernate=nap sleep every day from 13:00 to 14:00 UTC.
+const schedulesYAML = `
+schedules:
+  - name: nap
+    selector: {matchLabels: {hibernate: nap}}
+    hibernate: "0 13 * * *"
+    wake: "0 14 * * *"
 `
 
 var env struct {
@@ -71,6 +82,9 @@ func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
 		return operator.Options{}, err
 	}
 	opts.MaintenanceWindows = windows
+	if opts.HibernationSchedules, err = hibernation.Parse([]byte(schedulesYAML)); err != nil {
+		return operator.Options{}, err
+	}
 	opts.Clock = clock
 	return opts, nil
 }

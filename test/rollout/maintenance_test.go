@@ -26,9 +26,9 @@ func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
 	names := newFleet(t, "vault", module, 2)
 	waiting, skipping := names[0], names[1]
 	k := &v1beta2.Kyma{}
-	Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: skipping}, k)).To(Succeed())
-	k.Spec.SkipMaintenanceWindows = true
-	Expect(env.kcpClient.Update(ctx, k)).To(Succeed())
+	k.SetNamespace(kcpNamespace)
+	k.SetName(skipping)
+	Expect(env.kcpClient.Patch(ctx, k, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"skipMaintenanceWindows":true}}`)))).To(Succeed())
 	eventuallyAt(names, module, "1.0.0")
 
 	moveChannel(t, module)

@@ -280,8 +280,7 @@ func TestPauseAndResume(t *testing.T) {
 	names := newFleet(t, "bakery", module, 8, 0, 1)
 	eventuallyAt(names, module, "1.0.0")
 	ro := newRollout(t, module, 0)
-	ro.Spec.Paused = true
-	Expect(env.kcpClient.Update(context.Background(), ro)).To(Succeed())
+	Expect(env.kcpClient.Patch(context.Background(), ro, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":true}}`)))).To(Succeed())
 
 	tr := record(t, module, "2.0.0")
 	moveChannel(t, module)

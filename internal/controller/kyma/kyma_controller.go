@@ -92,7 +92,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Gate:       r.gate,
 		Deadline:   r.ReconcileTimeout,
 		Paused:     r.Pause.Paused,
-		OnPaused:   setPaused,
+		OnPaused:   r.setPaused,
+		PausedFor:  r.Pause.Wake,
 		Delete:     r.finalize,
 		Announce:   announce,
 		Reconcile: func(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {

@@ -56,6 +56,9 @@ const (
 	ReasonDeleting = v1beta2.ReasonDeleting
 	// ReasonPaused is the reason of the Paused condition.
 	ReasonPaused = "SkipReconciliationLabel"
+	// ReasonHibernated is the reason of the Paused condition while the
+	// Kyma's hibernation schedule says it sleeps.
+	ReasonHibernated = "Hibernated"
 )
 
 // observed is what a Kyma's outcome is computed from.

@@ -166,11 +166,17 @@ func readyMessage(m *v1beta2.Manifest) string {
 
 // setPaused records that reconciliation is skipped; the rest of the status
 // is left as last observed.
-func setPaused(kyma *v1beta2.Kyma) {
-	meta.SetStatusCondition(&kyma.Status.Conditions, metav1.Condition{
+func (r *Reconciler) setPaused(kyma *v1beta2.Kyma) {
+	condition := metav1.Condition{
 		Type: ConditionPaused, Status: metav1.ConditionTrue, Reason: ReasonPaused, ObservedGeneration: kyma.Generation,
 		Message: "Reconciliation is paused by the label " + v1beta2.SkipReconciliationLabel + " or the pause selector; deletion still runs",
-	})
+	}
+	if sleep, asleep := r.Pause.Asleep(kyma); asleep && r.Pause.Wake(kyma) > 0 {
+		condition.Reason = ReasonHibernated
+		condition.Message = fmt.Sprintf("Hibernated by schedule %s until %s: nothing is reconciled until then; deletion still runs",
+			sleep.Schedule, sleep.Until.UTC().Format(time.RFC3339))
+	}
+	meta.SetStatusCondition(&kyma.Status.Conditions, condition)
 }
 
 // recordOutcome writes o into the Kyma's status through the skeleton's

@@ -182,6 +182,10 @@ func (c *checks) checkKyma(ctx context.Context, kyma client.ObjectKey) {
 		return
 	}
 	if c.r.Pause.Paused(k) {
+		// A hibernating Kyma wakes by itself: its checks wait for it.
+		if wake := c.r.Pause.Wake(k); wake > 0 {
+			c.putBack(kyma, names, wake)
+		}
 		return
 	}
 	cluster, err := c.r.Runtimes.Get(ctx, kyma.Name)

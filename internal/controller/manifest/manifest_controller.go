@@ -104,6 +104,12 @@ func (r *Reconciler) phases(kyma *v1beta2.Kyma) reconciler.Phases[*v1beta2.Manif
 		Gate:       r.gate,
 		Deadline:   r.ReconcileTimeout,
 		Paused:     func(*v1beta2.Manifest) bool { return kyma != nil && r.Pause.Paused(kyma) },
+		PausedFor: func(*v1beta2.Manifest) time.Duration {
+			if kyma == nil {
+				return 0
+			}
+			return r.Pause.Wake(kyma)
+		},
 		Delete:     r.uninstall,
 		Reconcile:  r.install,
 		Record:     record,

@@ -39,6 +39,10 @@ type Runtime struct {
 	// Message is the Ready condition's message when the runtime is not
 	// Ready: the reason in one line.
 	Message string `json:"message,omitempty"`
+	// Paused is the Paused condition's message while the runtime is
+	// paused: by the skip-reconciliation label, the pause selector, or its
+	// hibernation schedule (which says until when).
+	Paused string `json:"paused,omitempty"`
 	// Channel is the Kyma's channel.
 	Channel string `json:"channel,omitempty"`
 	// ModulesReady counts the modules in state Ready.
@@ -94,6 +98,9 @@ func fromKyma(kyma *v1beta2.Kyma) Runtime {
 		if c := apimeta.FindStatusCondition(kyma.Status.Conditions, "Ready"); c != nil && c.Status != metav1.ConditionTrue {
 			rt.Message = c.Message
 		}
+	}
+	if c := apimeta.FindStatusCondition(kyma.Status.Conditions, "Paused"); c != nil && c.Status == metav1.ConditionTrue {
+		rt.Paused = c.Message
 	}
 	reported := map[string]bool{}
 	for _, ms := range kyma.Status.Modules {

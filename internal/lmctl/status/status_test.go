@@ -150,9 +150,9 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
-		"NAME        RUNTIME-ID     STATE   MODULES   AGE",
-		"runtime-0   id-runtime-0   Ready   1/1       90s",
-		"runtime-1   id-runtime-1   -       0/2       90s",
+		"NAME        RUNTIME-ID     STATE   MODULES   AGE   PAUSED",
+		"runtime-0   id-runtime-0   Ready   1/1       90s   -",
+		"runtime-1   id-runtime-1   -       0/2       90s   -",
 		"",
 	}, "\n")
 	if got := buf.String(); got != want {

@@ -16,10 +16,14 @@ import (
 // computed once per table, and so that tests are deterministic.
 func WriteTable(w io.Writer, f Fleet, now time.Time) error {
 	tw := output.NewTabWriter(w)
-	fmt.Fprintln(tw, "NAME\tRUNTIME-ID\tSTATE\tMODULES\tAGE")
+	fmt.Fprintln(tw, "NAME\tRUNTIME-ID\tSTATE\tMODULES\tAGE\tPAUSED")
 	for _, rt := range f.Runtimes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n",
-			rt.Name, orDash(rt.RuntimeID), stateOrDash(rt.State), rt.ModulesReady, rt.ModulesTotal, age(rt.Created, now))
+		paused := "-"
+		if rt.Paused != "" {
+			paused = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n",
+			rt.Name, orDash(rt.RuntimeID), stateOrDash(rt.State), rt.ModulesReady, rt.ModulesTotal, age(rt.Created, now), paused)
 	}
 	return tw.Flush()
 }
