@@ -110,11 +110,11 @@ func (r *Reconciler) phases(kyma *v1beta2.Kyma) reconciler.Phases[*v1beta2.Manif
 			}
 			return r.Pause.Wake(kyma)
 		},
-		Delete:     r.uninstall,
-		Reconcile:  r.install,
-		Record:     record,
-		Status:     func(m *v1beta2.Manifest) any { return &m.Status },
-		Events:     r.events,
+		Delete:    r.uninstall,
+		Reconcile: r.install,
+		Record:    record,
+		Status:    func(m *v1beta2.Manifest) any { return &m.Status },
+		Events:    r.events,
 	}
 }
 
