@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ flight and failed, and why it halted. -w redraws whenever something changes.`,
 				}
 				return p.print(cmd.OutOrStdout(), v)
 			}
-			return p.watch(cmd.Context(), cmd.OutOrStdout())
+			return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, p.get, p.print)
 		},
 	}
 	kube.bind(cmd.Flags())
@@ -122,41 +121,4 @@ func (p rolloutPrinter) print(w io.Writer, v any) error {
 		return rollout.WriteTable(w, r)
 	}
 	return nil
-}
-
-// watch prints, then prints again on every change, until ctx ends; on a
-// terminal each print replaces the last.
-func (p rolloutPrinter) watch(ctx context.Context, w io.Writer) error {
-	tty, _ := stdoutTerminal()
-	var last any
-	ticker := time.NewTicker(watchInterval)
-	defer ticker.Stop()
-	for {
-		v, err := p.get(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			fmt.Fprintf(w, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
-		case last == nil || !reflect.DeepEqual(last, v):
-			last = v
-			if tty && p.format == output.Table {
-				fmt.Fprint(w, "\x1b[H\x1b[2J")
-			}
-			if p.format == output.Table {
-				fmt.Fprintf(w, "%s  every %s, Ctrl-C to stop\n", time.Now().Format(time.TimeOnly), watchInterval)
-			}
-			if err := p.print(w, v); err != nil {
-				return err
-			}
-			if !tty && p.format == output.Table {
-				fmt.Fprintln(w)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
 }

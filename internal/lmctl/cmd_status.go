@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"reflect"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,11 +12,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 )
-
-// watchInterval is how often `lmctl status -w` looks again. Polling one list
-// a second is cheap for a control plane and simpler than a watch that must
-// survive reconnects.
-const watchInterval = time.Second
 
 func newStatusCommand() *cobra.Command {
 	var (
@@ -50,7 +44,7 @@ for scripts; -w redraws whenever something changes.`,
 				}
 				return s.print(cmd.OutOrStdout(), fleet)
 			}
-			return s.watch(cmd.Context(), cmd.OutOrStdout())
+			return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, s.get, s.print)
 		},
 	}
 	kube.bind(cmd.Flags())
@@ -105,45 +99,6 @@ func (s statusPrinter) print(w io.Writer, fleet status.Fleet) error {
 		return err
 	}
 	return status.WriteTable(w, fleet, time.Now())
-}
-
-// watch prints the status, then again each time it changes, until ctx ends.
-// On a terminal each print replaces the last, like watch(1).
-func (s statusPrinter) watch(ctx context.Context, w io.Writer) error {
-	tty, _ := stdoutTerminal()
-	var last *status.Fleet
-	ticker := time.NewTicker(watchInterval)
-	defer ticker.Stop()
-	for {
-		fleet, err := s.get(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			// A control plane that is briefly away is part of what one
-			// watches; say so and keep going.
-			fmt.Fprintf(w, "%s  %v\n", time.Now().Format(time.TimeOnly), err)
-		case last == nil || !reflect.DeepEqual(*last, fleet):
-			last = &fleet
-			if tty && s.format == output.Table {
-				fmt.Fprint(w, "\x1b[H\x1b[2J")
-			}
-			if s.format == output.Table {
-				fmt.Fprintf(w, "%s  every %s, Ctrl-C to stop\n", time.Now().Format(time.TimeOnly), watchInterval)
-			}
-			if err := s.print(w, fleet); err != nil {
-				return err
-			}
-			if !tty && s.format == output.Table {
-				fmt.Fprintln(w)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
 }
 
 func orNone(s string) string {
