@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -213,4 +214,41 @@ func TestPlanCanaryWithoutCandidatesHalts(t *testing.T) {
 	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(time.Hour))
 	status, _, _ = Plan(spec, status, v2, f.runtimes, time.Now().Add(2*time.Hour))
 	g.Expect(status.InFlight).To(HaveLen(3), "25% of 10, rounded up")
+}
+
+// A status is stored with second precision. The soak counts from a
+// WaveReadyAt that survives the trip unchanged, so no wave starts early
+// when the status is read back, however close to a second's end the wave
+// became Ready.
+func TestPlanSoakSurvivesSecondPrecision(t *testing.T) {
+	g := NewWithT(t)
+	f := newFleet(4)
+	spec := policy()
+	spec.Canary = nil
+	spec.MaxInFlight = intstr.FromInt32(2)
+	spec.SoakTime = metav1.Duration{Duration: 5 * time.Second}
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	status, _, err := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, start)
+	g.Expect(err).NotTo(HaveOccurred())
+	status, _, err = Plan(spec, status, v2, f.runtimes, start)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.InFlight).To(HaveLen(2))
+	f.move(status.InFlight, v1beta2.StateReady)
+
+	ready := start.Add(900 * time.Millisecond)
+	status, after, err := Plan(spec, status, v2, f.runtimes, ready)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.WaveReadyAt).NotTo(BeNil())
+	g.Expect(after).To(BeNumerically(">=", 5*time.Second))
+
+	// Read back as the API server returns it, half a second before the
+	// soak ends: still soaking.
+	data, err := json.Marshal(status)
+	g.Expect(err).NotTo(HaveOccurred())
+	var stored v1beta2.ModuleRolloutStatus
+	g.Expect(json.Unmarshal(data, &stored)).To(Succeed())
+	again, _, err := Plan(spec, stored, v2, f.runtimes, ready.Add(4500*time.Millisecond))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Wave).To(Equal(status.Wave), "no new wave before the soak ended")
+	g.Expect(again.InFlight).To(BeEmpty())
 }
