@@ -170,8 +170,11 @@ type ModuleRolloutStatus struct {
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// +optional
 	WaveStartedAt *metav1.Time `json:"waveStartedAt,omitempty"`
+	// WaveReadyAt keeps microseconds (a MicroTime), unlike the other
+	// timestamps: the soak counts from it, and a time rounded down to the
+	// second would end a soak up to a second early once read back.
 	// +optional
-	WaveReadyAt *metav1.Time `json:"waveReadyAt,omitempty"`
+	WaveReadyAt *metav1.MicroTime `json:"waveReadyAt,omitempty"`
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -44,6 +45,15 @@ func run() int {
 	flag.IntVar(&opts.Runtimes, "runtimes", opts.Runtimes, "Runtime API servers the Kymas share, round-robin; each Kyma uses a namespace of its own (spec.syncNamespace).")
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime (the product's default); each Kyma gets its own copy in its namespace.")
 	flag.BoolVar(&opts.Upgrade, "upgrade", opts.Upgrade, "Run the fleet-wide upgrade (channel moved to 2.0.0 for every module) after the install.")
+	rollout := opts.Rollout
+	var (
+		withRollout        = true
+		rolloutMaxInFlight = rollout.MaxInFlight.String()
+	)
+	flag.BoolVar(&withRollout, "rollout", withRollout, "Run the rollout phase last: the first module's channel moves to 3.0.0 under a ModuleRollout, timed against the ideal for its waves.")
+	flag.IntVar(&rollout.Canary, "rollout-canary", rollout.Canary, "The rollout's canary wave: how many Kymas (0: none).")
+	flag.StringVar(&rolloutMaxInFlight, "rollout-max-in-flight", rolloutMaxInFlight, "The rollout's later waves: a count of Kymas, or a percentage of the fleet (\"20%\").")
+	flag.DurationVar(&rollout.Soak, "rollout-soak", rollout.Soak, "How long each wave of the rollout soaks before the next.")
 	flag.DurationVar(&opts.Idle, "idle", opts.Idle, "How long to measure the idle fleet after convergence; 0 skips it.")
 	flag.DurationVar(&opts.ReadyInterval, "ready-interval", opts.ReadyInterval, "The operator's Ready requeue interval (its periodic drift check); 0 keeps the operator's default (5m).")
 	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "The operator's concurrent Kyma reconciles.")
@@ -69,6 +79,10 @@ func run() int {
 	flag.IntVar(&reaction.Repetitions, "reaction", 0, "Run the reaction benchmark instead: this many modules made ready one after another in one runtime, each timed to its Kyma showing Ready (the fleet flags are ignored).")
 	flag.IntVar(&reaction.Starts, "reaction-starts", reaction.Starts, "With --reaction: operator binary starts, each timed to a Kyma's first status; 0 skips them.")
 	flag.Parse()
+	rollout.MaxInFlight = intstr.Parse(rolloutMaxInFlight)
+	if !withRollout {
+		opts.Rollout = nil
+	}
 	opts.KCPQPS = float32(kcpQPS)
 	opts.RuntimeQPS = float32(runtimeQPS)
 	opts.Progress = os.Stderr

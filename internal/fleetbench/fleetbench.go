@@ -49,6 +49,7 @@ const (
 	phaseInstall = "install"
 	phaseUpgrade = "upgrade"
 	phaseIdle    = "idle"
+	phaseRollout = "rollout"
 )
 
 // namespace holds Kymas, Secrets and the catalog in the control plane.
@@ -66,6 +67,9 @@ type Options struct {
 	CatalogSync bool
 	// Upgrade runs the fleet-wide upgrade after the install.
 	Upgrade bool
+	// Rollout, when set, runs a last phase: one module's channel moves to a
+	// new version under a ModuleRollout with this policy.
+	Rollout *RolloutOptions
 	// Idle is how long the steady state after convergence is measured;
 	// zero skips it.
 	Idle time.Duration
@@ -120,6 +124,7 @@ func DefaultOptions() Options {
 		Modules:             5,
 		Runtimes:            2,
 		Upgrade:             true,
+		Rollout:             DefaultRolloutOptions(),
 		Idle:                2 * time.Minute,
 		KymaConcurrency:     op.KymaConcurrency,
 		ManifestConcurrency: op.ManifestConcurrency,
@@ -145,6 +150,8 @@ func (o Options) validate() error {
 		return errors.New("concurrency settings must be at least 1")
 	case o.RawWrites < 0 || o.Idle < 0 || o.SampleInterval <= 0:
 		return errors.New("raw writes and idle must not be negative, the sample interval must be positive")
+	case o.Rollout != nil:
+		return o.Rollout.validate(o.Kymas)
 	}
 	return nil
 }
@@ -255,7 +262,7 @@ func (b *bench) run(ctx context.Context) error {
 	for _, rt := range b.runtimes {
 		kubeconfigs = append(kubeconfigs, rt.Kubeconfig())
 	}
-	b.report.Install, err = b.runPhase(ctx, phaseInstall, installVersion, false, func(ctx context.Context) error {
+	b.report.Install, err = b.runPhase(ctx, phaseInstall, goal{version: installVersion, modules: b.opts.Modules}, false, func(ctx context.Context) error {
 		return createKymas(ctx, b.client, namespace, b.opts.Kymas, kubeconfigs, b.modules, b.opts.CreateConcurrency, &b.benchWrites)
 	})
 	if profErr := b.writeHeapProfile(); profErr != nil || err != nil {
@@ -271,10 +278,15 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	if b.opts.Upgrade {
-		b.report.Upgrade, err = b.runPhase(ctx, phaseUpgrade, upgradeVersion, true, func(ctx context.Context) error {
+		b.report.Upgrade, err = b.runPhase(ctx, phaseUpgrade, goal{version: upgradeVersion, modules: b.opts.Modules}, true, func(ctx context.Context) error {
 			return moveChannel(ctx, b.client, namespace, b.modules, upgradeVersion, &b.benchWrites)
 		})
 		if err != nil {
+			return err
+		}
+	}
+	if b.opts.Rollout != nil {
+		if b.report.Rollout, err = b.runRollout(ctx, bg); err != nil {
 			return err
 		}
 	}
@@ -562,14 +574,15 @@ func operatorBusy() float64 {
 }
 
 // runPhase starts a phase, applies its load and waits until every Kyma
-// reached version, or ctx ends; then it computes the phase's figures.
-func (b *bench) runPhase(ctx context.Context, name, version string, baseline bool, load func(context.Context) error) (*Phase, error) {
+// reached the goal, or ctx ends; then it computes the phase's figures.
+func (b *bench) runPhase(ctx context.Context, name string, g goal, baseline bool, load func(context.Context) error) (*Phase, error) {
 	before, err := b.snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	b.setPhase(name)
-	rec := b.tracker.begin(version, b.opts.Modules, baseline)
+	version := g.version
+	rec := b.tracker.begin(g, baseline)
 	fmt.Fprintf(b.opts.Progress, "%s: started\n", name)
 	runErr := load(ctx)
 	if runErr == nil {
@@ -603,15 +616,27 @@ func (b *bench) runPhase(ctx context.Context, name, version string, baseline boo
 		p.NotDone = notDone
 	}
 	p.OperatorKCPWrites = p.KCP.Writes - float64(p.BenchWrites)
-	manifests := float64(b.opts.Kymas * b.opts.Modules)
+	// The Manifests the phase creates or moves.
+	moved := b.opts.Modules
+	if g.module != "" {
+		moved = 1
+	}
+	manifests := float64(b.opts.Kymas * moved)
 	p.KCPWritesPerMan = p.OperatorKCPWrites / manifests
 	p.RuntimeWritesPerM = p.Runtimes.Writes / manifests
-	p.MinimalKCPWrites, p.MinimalRuntimeWrites = minimalWrites(name, b.opts.Kymas, b.opts.Modules)
-	if b.report.Raw != nil && p.Converged {
+	p.MinimalKCPWrites, p.MinimalRuntimeWrites = minimalWrites(name, b.opts.Kymas, moved)
+	// A rollout waits on purpose (its soaks), so its time says nothing of
+	// how close the operator came to the API server's write rate.
+	if b.report.Raw != nil && p.Converged && name != phaseRollout {
 		p.Efficiency = efficiency(p.MinimalKCPWrites, b.report.Raw.PerSecond, p.Seconds)
 		p.MachineEfficiency = efficiency(p.MinimalKCPWrites+p.MinimalRuntimeWrites, b.report.Raw.PerSecond, p.Seconds)
 	}
 	p.completionStats(done, elapsed)
+	if name == phaseRollout {
+		// Waves finish Kymas in steps by design; the rollout's own ideal
+		// (Rollout.IdealSeconds) is the comparison that means something.
+		p.RuntimeMajorIdealSeconds, p.RatioToIdeal = 0, 0
+	}
 	fmt.Fprintf(b.opts.Progress, "%s: %d/%d Kymas done in %.1fs\n", name, p.KymasDone, p.KymasTotal, p.Seconds)
 	if runErr != nil {
 		return p, fmt.Errorf("%s: %d of %d Kymas reached %s after %.0fs: %w", name, p.KymasDone, p.KymasTotal, version, p.Seconds, runErr)

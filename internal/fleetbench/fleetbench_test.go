@@ -121,6 +121,12 @@ func TestGoalCheck(t *testing.T) {
 			kymaView{state: v1beta2.StateReady, modules: []moduleView{ready("2.0.0", 2)}}, true, false},
 		{"new version from the old Manifest", goal{version: "2.0.0", modules: 1, baseline: map[string]int64{"m": 1}},
 			kymaView{state: v1beta2.StateReady, modules: []moduleView{ready("2.0.0", 1)}}, false, true},
+		{"one module moved, the other Ready at its own version", goal{version: "3.0.0", modules: 2, module: "m", baseline: map[string]int64{"m": 1, "o": 1}},
+			kymaView{state: v1beta2.StateReady, modules: []moduleView{ready("3.0.0", 2), {name: "o", version: "2.0.0", state: v1beta2.StateReady, manifestGeneration: 1}}}, true, false},
+		{"one module moved, the other not Ready", goal{version: "3.0.0", modules: 2, module: "m", baseline: map[string]int64{"m": 1}},
+			kymaView{state: v1beta2.StateReady, modules: []moduleView{ready("3.0.0", 2), {name: "o", version: "2.0.0", state: v1beta2.StateError}}}, false, false},
+		{"the moved module still at its old version", goal{version: "3.0.0", modules: 2, module: "m", baseline: map[string]int64{"m": 1}},
+			kymaView{state: v1beta2.StateReady, modules: []moduleView{ready("2.0.0", 1), {name: "o", version: "2.0.0", state: v1beta2.StateReady}}}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,7 +148,7 @@ func TestTrackerRecordsFirstCompletionPerPhase(t *testing.T) {
 			Manifest: &v1beta2.TrackingObject{PartialMeta: v1beta2.PartialMeta{Generation: gen}}}}
 		return k
 	}
-	install := tr.begin("1.0.0", 1, false)
+	install := tr.begin(goal{version: "1.0.0", modules: 1}, false)
 	tr.observe(kyma("a", "1.0.0", 1, v1beta2.StateReady))
 	tr.observe(kyma("b", "1.0.0", 1, v1beta2.StateProcessing))
 	if tr.progress() != 1 {
@@ -159,7 +165,7 @@ func TestTrackerRecordsFirstCompletionPerPhase(t *testing.T) {
 		t.Fatalf("install done = %v", done)
 	}
 
-	upgrade := tr.begin("2.0.0", 1, true)
+	upgrade := tr.begin(goal{version: "2.0.0", modules: 1}, true)
 	tr.observe(kyma("a", "2.0.0", 1, v1beta2.StateReady)) // stale
 	tr.observe(kyma("a", "2.0.0", 2, v1beta2.StateReady))
 	tr.observe(kyma("b", "2.0.0", 1, v1beta2.StateReady)) // stale

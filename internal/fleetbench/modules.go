@@ -117,8 +117,12 @@ spec:
 // spec.data nor spec.manager: readiness is "applied", with no module
 // operator in the loop.
 func publishModules(ctx context.Context, c client.Client, registryHost, namespace string, modules []string) error {
-	for _, module := range modules {
-		for _, version := range []string{installVersion, upgradeVersion} {
+	for i, module := range modules {
+		versions := []string{installVersion, upgradeVersion}
+		if i == 0 {
+			versions = append(versions, rolloutVersion) // for the rollout phase
+		}
+		for _, version := range versions {
 			content := ociartifact.Module{RawManifest: moduleManifest(module, version)}
 			artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/fleetbench/%s:%s", registryHost, module, version),
 				content.Layers(), ociartifact.Insecure())

@@ -25,6 +25,7 @@ type Report struct {
 	Raw          *RawWrites `json:"rawWrites,omitempty"`
 	Install      *Phase     `json:"install,omitempty"`
 	Upgrade      *Phase     `json:"upgrade,omitempty"`
+	Rollout      *Rollout   `json:"rollout,omitempty"`
 	Idle         *Idle      `json:"idle,omitempty"`
 	Memory       Memory     `json:"memory"`
 	// Processes are the control-plane binaries, with CPU seconds used per
@@ -313,26 +314,35 @@ func (r *Report) Print(w io.Writer) {
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nphase\ttime\tKymas done\tKCP writes (operator)\t/Manifest\truntime writes\t/Manifest\tdry-runs KCP+rt\tminimal KCP\tefficiency\tmachine eff.\toperator CPU s\tKyma avg / p95\truntime-major ideal\tratio\t")
-	for _, p := range []*Phase{r.Install, r.Upgrade} {
-		if p == nil {
-			continue
+	for _, p := range r.phases() {
+		efficiency, machine, ideal, ratio := "-", "-", "-", "-"
+		if p.Efficiency > 0 {
+			efficiency, machine = fmt.Sprintf("%.1f%%", 100*p.Efficiency), fmt.Sprintf("%.1f%%", 100*p.MachineEfficiency)
 		}
-		fmt.Fprintf(tw, "%s\t%.1fs\t%d/%d\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\t%d\t%.1f%%\t%.1f%%\t%.1f\t%.1fs / %.1fs\t%.1fs\t%.2f\t\n",
+		if p.RuntimeMajorIdealSeconds > 0 {
+			ideal, ratio = fmt.Sprintf("%.1fs", p.RuntimeMajorIdealSeconds), fmt.Sprintf("%.2f", p.RatioToIdeal)
+		}
+		fmt.Fprintf(tw, "%s\t%.1fs\t%d/%d\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\t%d\t%s\t%s\t%.1f\t%.1fs / %.1fs\t%s\t%s\t\n",
 			p.Name, p.Seconds, p.KymasDone, p.KymasTotal, p.OperatorKCPWrites, p.KCPWritesPerMan,
 			p.Runtimes.Writes, p.RuntimeWritesPerM, p.KCP.DryRuns+p.Runtimes.DryRuns, p.MinimalKCPWrites,
-			100*p.Efficiency, 100*p.MachineEfficiency, p.OperatorCPUSeconds,
-			p.AverageKymaSeconds, p.P95KymaSeconds, p.RuntimeMajorIdealSeconds, p.RatioToIdeal)
+			efficiency, machine, p.OperatorCPUSeconds,
+			p.AverageKymaSeconds, p.P95KymaSeconds, ideal, ratio)
 	}
 	_ = tw.Flush()
-	for _, p := range []*Phase{r.Install, r.Upgrade} {
-		if p != nil && len(p.CompletionCurve) > 0 {
+	for _, p := range r.phases() {
+		if len(p.CompletionCurve) > 0 {
 			parts := make([]string, 0, len(p.CompletionCurve))
 			for _, f := range p.CompletionCurve {
 				parts = append(parts, fmt.Sprintf("%.0f%%", 100*f))
 			}
-			fmt.Fprintf(w, "%s: Kymas done at each tenth of the phase: %s (runtime-major: 10%%, 20%%, … 100%%)\n", p.Name, strings.Join(parts, " "))
+			hint := " (runtime-major: 10%, 20%, … 100%)"
+			if p.Name == phaseRollout {
+				hint = " (in waves: steps)"
+			}
+			fmt.Fprintf(w, "%s: Kymas done at each tenth of the phase: %s%s\n", p.Name, strings.Join(parts, " "), hint)
 		}
 	}
+	r.Rollout.print(w)
 	if r.Upgrade != nil && r.Upgrade.StaleReadyKymas > 0 {
 		fmt.Fprintf(w, "upgrade: %d Kymas were seen Ready at %s with a status computed from their old Manifests (not counted as done)\n",
 			r.Upgrade.StaleReadyKymas, r.Upgrade.Version)
@@ -351,19 +361,16 @@ func (r *Report) Print(w io.Writer) {
 
 	if len(r.Processes) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nprocess\tCPU s install\tupgrade\tidle\tRSS end\tpeak RSS\t")
+		fmt.Fprintln(tw, "\nprocess\tCPU s install\tupgrade\tidle\trollout\tRSS end\tpeak RSS\t")
 		for _, name := range slices.Sorted(maps.Keys(r.Processes)) {
 			p := r.Processes[name]
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", name,
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", name,
 				p.CPUSecondsByPhase[phaseInstall], p.CPUSecondsByPhase[phaseUpgrade], p.CPUSecondsByPhase[phaseIdle],
-				bytesIEC(p.RSSBytes), bytesIEC(p.PeakRSSBytes))
+				p.CPUSecondsByPhase[phaseRollout], bytesIEC(p.RSSBytes), bytesIEC(p.PeakRSSBytes))
 		}
 		_ = tw.Flush()
 	}
-	for _, p := range []*Phase{r.Install, r.Upgrade} {
-		if p == nil {
-			continue
-		}
+	for _, p := range r.phases() {
 		fmt.Fprintf(w, "%s writes by resource: KCP %s; runtimes %s\n", p.Name, topResources(p.KCP.WritesByResource, 8), topResources(p.Runtimes.WritesByResource, 8))
 		if len(p.NotDone) > 0 {
 			fmt.Fprintf(w, "%s: not done, e.g. %s\n", p.Name, strings.Join(p.NotDone, "; "))
@@ -372,6 +379,20 @@ func (r *Report) Print(w io.Writer) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", r.Error)
 	}
+}
+
+// phases are the phases that ran, in order.
+func (r *Report) phases() []*Phase {
+	var out []*Phase
+	for _, p := range []*Phase{r.Install, r.Upgrade} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	if r.Rollout != nil && r.Rollout.Phase != nil {
+		out = append(out, r.Rollout.Phase)
+	}
+	return out
 }
 
 func topResources(byResource map[string]float64, n int) string {

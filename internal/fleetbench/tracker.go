@@ -46,10 +46,13 @@ func viewOf(k *v1beta2.Kyma) kymaView {
 }
 
 // goal says when a Kyma counts as done in a phase: Ready, with all its
-// modules Ready at the phase's version.
+// modules Ready at the phase's version, or, when module is set, that
+// module at the phase's version and the others Ready at theirs.
 type goal struct {
 	version string
 	modules int
+	// module, when set, is the only module the phase moves.
+	module string
 	// baseline is, per module, the Manifest generation the Kyma's status
 	// showed when the phase began; nil when the phase creates the Manifests.
 	// A module counts as upgraded only when its status comes from a newer
@@ -69,10 +72,11 @@ func (g goal) check(v kymaView) (done, stale bool) {
 		return false, false
 	}
 	for _, m := range v.modules {
-		if m.version != g.version || m.state != v1beta2.StateReady {
+		moves := g.module == "" || m.name == g.module
+		if m.state != v1beta2.StateReady || moves && m.version != g.version {
 			return false, false
 		}
-		if g.baseline != nil && m.manifestGeneration <= g.baseline[m.name] {
+		if moves && g.baseline != nil && m.manifestGeneration <= g.baseline[m.name] {
 			stale = true
 		}
 	}
@@ -148,14 +152,15 @@ func (t *tracker) evaluate(name string, v kymaView, now time.Time) {
 	}
 }
 
-// begin starts a phase whose goal is version. With baseline, every module
-// must be reported from a newer Manifest generation than the Kyma shows now.
-func (t *tracker) begin(version string, modules int, baseline bool) *phaseRecord {
+// begin starts a phase whose goal is g. With baseline, every module the
+// phase moves must be reported from a newer Manifest generation than the
+// Kyma shows now.
+func (t *tracker) begin(g goal, baseline bool) *phaseRecord {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := &phaseRecord{
 		start:    time.Now(),
-		goal:     goal{version: version, modules: modules},
+		goal:     g,
 		done:     make(map[string]time.Duration, t.total),
 		stale:    map[string]bool{},
 		finished: make(chan struct{}),
@@ -226,7 +231,7 @@ func (t *tracker) notDone(limit int) []string {
 		g := t.phase.goal
 		desc := fmt.Sprintf("%s %s", name, v.state)
 		for _, m := range v.modules {
-			if m.state != v1beta2.StateReady || m.version != g.version {
+			if m.state != v1beta2.StateReady || (g.module == "" || m.name == g.module) && m.version != g.version {
 				desc += fmt.Sprintf(" %s@%s=%s(gen %d)", m.name, m.version, m.state, m.manifestGeneration)
 			}
 		}

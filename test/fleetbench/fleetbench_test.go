@@ -8,11 +8,13 @@ package fleetbench
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/fleetbench"
@@ -22,6 +24,9 @@ const (
 	kymas    = 10
 	modules  = 3
 	runtimes = 2
+	// rolloutSoak is short: the test checks that waves wait for it, not
+	// how a soak of minutes looks.
+	rolloutSoak = 2 * time.Second
 )
 
 func TestSmallFleetConvergesAndReports(t *testing.T) {
@@ -35,6 +40,7 @@ func TestSmallFleetConvergesAndReports(t *testing.T) {
 	opts.Idle = 2 * time.Second
 	opts.SampleInterval = time.Second
 	opts.Progress = testWriter{t}
+	opts.Rollout = &fleetbench.RolloutOptions{Canary: 2, MaxInFlight: intstr.FromInt32(4), Soak: rolloutSoak}
 	report, err := fleetbench.Run(ctx, opts)
 	if err != nil {
 		t.Fatalf("the benchmark failed: %v", err)
@@ -102,6 +108,8 @@ func TestSmallFleetConvergesAndReports(t *testing.T) {
 		t.Errorf("memory per Manifest: %+v, want the max RSS divided by the %d Manifests created", m, kymas*modules)
 	}
 
+	checkRollout(t, report)
+
 	// The JSON report carries the same figures under stable keys.
 	data, err := json.Marshal(report)
 	if err != nil {
@@ -111,13 +119,66 @@ func TestSmallFleetConvergesAndReports(t *testing.T) {
 	if err := json.Unmarshal(data, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"scenario", "machine", "rawWrites", "install", "upgrade", "idle", "memory", "processes"} {
+	for _, key := range []string{"scenario", "machine", "rawWrites", "install", "upgrade", "rollout", "idle", "memory", "processes"} {
 		if _, ok := decoded[key]; !ok {
 			t.Errorf("the JSON report has no %q", key)
 		}
 	}
 	if kyma, _ := decoded["install"].(map[string]any)["kymasDone"].(float64); kyma != kymas {
 		t.Errorf("JSON install.kymasDone = %v, want %d", kyma, kymas)
+	}
+}
+
+// checkRollout checks the rollout phase: one module moved in the policy's
+// waves (canary 2, then 4 and 4), each admitted only after the one before
+// was Ready and soaked, every Kyma at the new version, and figures that
+// add up: the total is the ideal for these waves plus the overhead.
+func checkRollout(t *testing.T, report *fleetbench.Report) {
+	t.Helper()
+	r := report.Rollout
+	if r == nil || r.Phase == nil {
+		t.Fatal("the report has no rollout phase")
+	}
+	if p := r.Phase; !p.Converged || p.KymasDone != kymas {
+		t.Errorf("rollout: %d of %d Kymas done (converged %v); not done: %v", p.KymasDone, p.KymasTotal, p.Converged, p.NotDone)
+	}
+	if r.Halted != "" {
+		t.Errorf("rollout halted: %s", r.Halted)
+	}
+	wantWaves := []int{2, 4, 4}
+	if !slices.Equal(r.PlannedWaves, wantWaves) {
+		t.Errorf("planned waves %v, want %v", r.PlannedWaves, wantWaves)
+	}
+	sizes := []int{}
+	for _, w := range r.Waves {
+		sizes = append(sizes, w.Kymas)
+	}
+	if !slices.Equal(sizes, wantWaves) {
+		t.Errorf("waves as run: %v Kymas each, want %v: %+v", sizes, wantWaves, r.Waves)
+	}
+	for i, w := range r.Waves {
+		if w.StartSeconds <= 0 || w.ReadySeconds <= w.StartSeconds || w.UpgradeSeconds <= 0 {
+			t.Errorf("wave %d: admitted at %vs, Ready at %vs", i, w.StartSeconds, w.ReadySeconds)
+		}
+		// Observed by the same watch in the order they were written: the
+		// wave's Ready, then, a soak later, the next wave.
+		if i > 0 && w.StartSeconds < r.Waves[i-1].ReadySeconds {
+			t.Errorf("wave %d admitted at %vs, before wave %d was Ready at %vs", i, w.StartSeconds, i-1, r.Waves[i-1].ReadySeconds)
+		}
+	}
+	if r.IdealSeconds < float64(len(wantWaves)-1)*rolloutSoak.Seconds() || r.TotalSeconds <= 0 || r.RatioToIdeal <= 0 {
+		t.Errorf("rollout figures: total %vs, ideal %vs, ratio %v; the ideal holds at least the soaks", r.TotalSeconds, r.IdealSeconds, r.RatioToIdeal)
+	}
+	if diff := r.TotalSeconds - r.IdealSeconds - r.OverheadSeconds; diff > 1e-6 || diff < -1e-6 {
+		t.Errorf("total %v ≠ ideal %v + overhead %v", r.TotalSeconds, r.IdealSeconds, r.OverheadSeconds)
+	}
+	// Only the rolled-out module's Manifests moved: one ConfigMap change
+	// per Kyma in the runtimes, not one per module.
+	if got := r.Phase.Runtimes.WritesByResource["configmaps"]; got < kymas || got >= kymas*modules {
+		t.Errorf("rollout: %v ConfigMap writes in runtimes, want one module's (%d ≤ n < %d)", got, kymas, kymas*modules)
+	}
+	if r.AtOnceSeconds != report.Upgrade.Seconds {
+		t.Errorf("rollout: fleet-wide upgrade for comparison %v, want the upgrade phase's %v", r.AtOnceSeconds, report.Upgrade.Seconds)
 	}
 }
 

@@ -105,7 +105,7 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 	// The wave is Ready (or none started): soak, then the next wave.
 	if next.Wave >= 0 {
 		if next.WaveReadyAt == nil {
-			next.WaveReadyAt = &metav1.Time{Time: soakStart(now, spec.SoakTime.Duration)}
+			next.WaveReadyAt = &metav1.MicroTime{Time: now}
 		}
 		if soakLeft := next.WaveReadyAt.Add(spec.SoakTime.Duration).Sub(now); soakLeft > 0 {
 			next.Phase = phaseUnlessPaused(spec)
@@ -136,18 +136,6 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 	next.WaveReadyAt = nil
 	next.CompletedAt = nil
 	return next, 0, nil
-}
-
-// soakStart is when the soak of a wave Ready at now starts: now rounded up
-// to a whole second. Status timestamps are stored with second precision; a
-// WaveReadyAt rounded down on the way would end the soak up to a second
-// early once read back, one rounded up before is stored as it is. Without
-// a soak there is nothing to round.
-func soakStart(now time.Time, soak time.Duration) time.Time {
-	if r := now.Truncate(time.Second); soak > 0 && !r.Equal(now) {
-		return r.Add(time.Second)
-	}
-	return now
 }
 
 func phaseUnlessPaused(spec v1beta2.ModuleRolloutSpec) v1beta2.RolloutPhase {
