@@ -141,7 +141,18 @@ type KymaStatus struct {
 	// and they restore the runtime's Kyma if it is deleted there.
 	// +optional
 	RuntimeModules []Module `json:"runtimeModules,omitempty"`
+
+	// Operations are the removals of modules that are gone from the
+	// runtime, newest first (at most MaxKymaOperations): their Manifests,
+	// which kept their other operations, are gone with them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Operations []Operation `json:"operations,omitempty"`
 }
+
+// MaxKymaOperations bounds KymaStatus.Operations.
+const MaxKymaOperations = 20
 
 // ModuleStatus is how one module of a Kyma is doing.
 type ModuleStatus struct {
@@ -183,6 +194,12 @@ type ModuleStatus struct {
 	// Maintenance is true while an upgrade waits for a maintenance window.
 	// +optional
 	Maintenance bool `json:"maintenance,omitempty"`
+
+	// Removal is the module's removal while it is under way (state
+	// Deleting); once the module is gone it moves to the Kyma's
+	// status.operations.
+	// +optional
+	Removal *Operation `json:"removal,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -165,7 +165,18 @@ type ManifestStatus struct {
 	// Access is whose rights the module's content is applied with.
 	// +optional
 	Access *ModuleAccess `json:"access,omitempty"`
+
+	// Operations are the module's last operations in this runtime, newest
+	// first (at most MaxManifestOperations). They change only with the
+	// state the status reports anyway, so keeping them costs no write.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Operations []Operation `json:"operations,omitempty"`
 }
+
+// MaxManifestOperations bounds ManifestStatus.Operations.
+const MaxManifestOperations = 10
 
 // ModuleAccess is how the operator acts for a module in its runtime.
 type ModuleAccess struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -163,7 +164,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	if err != nil {
 		return readFailed(err), false
 	}
-	setModuleStatuses(kyma, modules, current, r.ready)
+	setModuleStatuses(kyma, modules, current, r.ready, r.now())
 	kyma.Status.RuntimeModules = runtimeModules
 	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 	o = r.readyAfter(ctx, kyma, o)
@@ -313,7 +314,9 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 			}
 		}
 		r.reportChanges(kyma, changes)
+		previous := kyma.Status.Modules
 		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
+		noteRemovals(kyma, previous, existing, metav1.NewTime(r.now()))
 		if err := errors.Join(deleteErrs...); err != nil {
 			return reconciler.Retry(ReasonDeleting,
 				fmt.Sprintf("Deleting the modules' Manifests failed (%s); retrying", reconciler.Cause(err)), err)

@@ -153,7 +153,7 @@ func TestRemovedModuleStaysListedUntilItsManifestIsGone(t *testing.T) {
 		ManifestName("k", "kept"): manifestIn(v1beta2.StateReady, 1, ""), blocked.Name: blocked, stray.Name: stray,
 	}
 
-	setModuleStatuses(kyma, []resolve.Module{kept}, manifests, newReadyClock())
+	setModuleStatuses(kyma, []resolve.Module{kept}, manifests, newReadyClock(), time.Now())
 	g.Expect(kyma.Status.Modules).To(HaveLen(3))
 	g.Expect(kyma.Status.Modules[0]).To(And(HaveField("Name", "kept"), HaveField("State", v1beta2.StateReady)))
 	g.Expect(kyma.Status.Modules[1]).To(And(HaveField("Name", "dropped"), HaveField("State", v1beta2.StateDeleting),
@@ -166,7 +166,7 @@ func TestRemovedModuleStaysListedUntilItsManifestIsGone(t *testing.T) {
 
 	delete(manifests, blocked.Name)
 	delete(manifests, stray.Name)
-	setModuleStatuses(kyma, []resolve.Module{kept}, manifests, newReadyClock())
+	setModuleStatuses(kyma, []resolve.Module{kept}, manifests, newReadyClock(), time.Now())
 	g.Expect(kyma.Status.Modules).To(ConsistOf(HaveField("Name", "kept")))
 	g.Expect(outcomeOf(kyma, observed{Modules: kyma.Status.Modules}, testIntervals).Kind).To(Equal(reconciler.KindReady))
 

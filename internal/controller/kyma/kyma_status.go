@@ -17,11 +17,14 @@ import (
 )
 
 // setModuleStatuses computes status.modules and status.activeChannel from
-// what was resolved and the Kyma's Manifests (see moduleStatuses). It reads
+// what was resolved and the Kyma's Manifests (see moduleStatuses), and the
+// removals in the operation history (noteRemovals). It reads
 // nothing but its arguments; the conditions and status.state follow from the
 // outcome (outcomeOf), which the skeleton records.
-func setModuleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest, clock *readyClock) {
+func setModuleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest, clock *readyClock, now time.Time) {
+	previous := kyma.Status.Modules
 	kyma.Status.Modules = moduleStatuses(kyma, modules, manifests)
+	noteRemovals(kyma, previous, manifests, metav1.NewTime(now))
 	for _, ms := range kyma.Status.Modules {
 		clock.observe(kyma.Name, ms.Name, ms.State)
 	}

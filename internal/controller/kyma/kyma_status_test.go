@@ -65,7 +65,7 @@ func TestModuleStatus(t *testing.T) {
 			if tt.manifest != nil {
 				manifests[ManifestName(kyma.Name, "m")] = tt.manifest
 			}
-			setModuleStatuses(kyma, []resolve.Module{tt.module}, manifests, newReadyClock())
+			setModuleStatuses(kyma, []resolve.Module{tt.module}, manifests, newReadyClock(), time.Now())
 
 			g.Expect(kyma.Status.Modules).To(HaveLen(1))
 			g.Expect(kyma.Status.Modules[0].State).To(Equal(tt.wantModule))
@@ -84,7 +84,7 @@ func TestSteadyStatusIsNotRewritten(t *testing.T) {
 	resolved := resolve.Module{Name: "m", Spec: v1beta2.Module{Name: "m", Managed: true}, Template: &v1beta2.ModuleTemplate{}, Version: "1.0.0"}
 	manifests := map[string]*v1beta2.Manifest{ManifestName(kyma.Name, "m"): manifestIn(v1beta2.StateReady, 1, "")}
 	steady := func() {
-		setModuleStatuses(kyma, []resolve.Module{resolved}, manifests, newReadyClock())
+		setModuleStatuses(kyma, []resolve.Module{resolved}, manifests, newReadyClock(), time.Now())
 		recordOutcome(kyma, outcomeOf(kyma, observed{Modules: kyma.Status.Modules}, requeue.Intervals{}))
 	}
 	steady()

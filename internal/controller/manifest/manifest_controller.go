@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,10 @@ type Reconciler struct {
 	// (manifest_drift.go).
 	verified drift.Memory
 	listings *drift.Listings
+	// repaired holds, by Manifest UID, that the reconcile in flight put
+	// back objects someone changed in the runtime: a drift repair for the
+	// operation history (manifest_history.go).
+	repaired sync.Map
 	// checks holds the Ready Manifests until their next periodic check
 	// (manifest_checks.go); nil without a manager.
 	checks *checks
@@ -112,7 +117,7 @@ func (r *Reconciler) phases(kyma *v1beta2.Kyma) reconciler.Phases[*v1beta2.Manif
 		},
 		Delete:    r.uninstall,
 		Reconcile: r.install,
-		Record:    record,
+		Record:    r.recordWithHistory(kyma),
 		Status:    func(m *v1beta2.Manifest) any { return &m.Status },
 		Events:    r.events,
 	}
@@ -128,6 +133,7 @@ func (r *Reconciler) gate(_ context.Context, manifest *v1beta2.Manifest) (func()
 // apply, prune, default CR, readiness. Every failure ends in an Outcome;
 // none of them deletes what is installed.
 func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) reconciler.Outcome {
+	r.repaired.Delete(manifest.UID)
 	cluster, o := r.cluster(ctx, manifest)
 	if cluster == nil {
 		return o
@@ -223,6 +229,7 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
 		if installed(manifest) {
 			r.events.Normal(manifest, ReasonDriftCorrected, fmt.Sprintf("Corrected drift in the runtime: applied %d of %d resources", applied.Changed, len(objects)))
+			r.repaired.Store(manifest.UID, true)
 		}
 	}
 	if len(applied.UsedAsIs) > 0 {
@@ -265,6 +272,7 @@ func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.C
 	case apply.CustomResourceCreated:
 		if installed(manifest) {
 			r.events.Normal(manifest, "CustomResourceCreated", fmt.Sprintf("Created %s %s again: it was missing", cr.GetKind(), cr.GetName()))
+			r.repaired.Store(manifest.UID, true)
 		}
 	case apply.CustomResourceNotOurs:
 		ctrl.LoggerFrom(ctx).V(1).Info("The default custom resource exists and is not the module's; using it, never deleting it",
