@@ -54,13 +54,26 @@ func removalOf(kyma *v1beta2.Kyma, ms *v1beta2.ModuleStatus, last *v1beta2.Opera
 	case last != nil:
 		op = *last
 	default:
-		op = v1beta2.Operation{Type: v1beta2.OperationRemoval, FromVersion: ms.Version, StartedAt: now, Result: v1beta2.OperationInProgress}
+		op = v1beta2.Operation{Type: v1beta2.OperationRemoval, FromVersion: installedOf(m, ms.Version), StartedAt: now, Result: v1beta2.OperationInProgress}
 		if !kyma.DeletionTimestamp.IsZero() {
 			op.Type = v1beta2.OperationDeletion
 		}
 	}
 	op.Module = ms.Name
 	return &op
+}
+
+// installedOf is the version the Manifest's history says is installed (the
+// status entry may show a version that never got there), else otherwise.
+func installedOf(m *v1beta2.Manifest, otherwise string) string {
+	if m != nil {
+		for _, op := range m.Status.Operations {
+			if op.Result == v1beta2.OperationReady && op.ToVersion != "" {
+				return op.ToVersion
+			}
+		}
+	}
+	return otherwise
 }
 
 func isRemoval(t v1beta2.OperationType) bool {

@@ -20,8 +20,15 @@ func TestRemovalsInTheHistory(t *testing.T) {
 	start := metav1.NewTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 
 	// The Kyma controller deletes the Manifest: the entry turns Deleting.
-	kyma.Status.Modules = []v1beta2.ModuleStatus{{Name: "shop", Version: "1.0.0", State: v1beta2.StateDeleting}, {Name: "kept", State: v1beta2.StateReady}}
-	noteRemovals(kyma, nil, nil, start)
+	// Its status entry shows the version that failed to install (2.0.0);
+	// the Manifest's history says 1.0.0 is what is installed.
+	kyma.Status.Modules = []v1beta2.ModuleStatus{{Name: "shop", Version: "2.0.0", State: v1beta2.StateDeleting}, {Name: "kept", State: v1beta2.StateReady}}
+	failedUpgrade := &v1beta2.Manifest{}
+	failedUpgrade.Status.Operations = []v1beta2.Operation{
+		{Type: v1beta2.OperationUpgrade, FromVersion: "1.0.0", ToVersion: "2.0.0", Result: v1beta2.OperationFailed},
+		{Type: v1beta2.OperationInstall, ToVersion: "1.0.0", Result: v1beta2.OperationReady},
+	}
+	noteRemovals(kyma, nil, map[string]*v1beta2.Manifest{ManifestName("k", "shop"): failedUpgrade}, start)
 	removal := kyma.Status.Modules[0].Removal
 	g.Expect(removal).NotTo(BeNil())
 	g.Expect(*removal).To(Equal(v1beta2.Operation{Module: "shop", Type: v1beta2.OperationRemoval, FromVersion: "1.0.0", StartedAt: start, Result: v1beta2.OperationInProgress}))
