@@ -637,6 +637,10 @@ func (b *bench) runPhase(ctx context.Context, name string, g goal, baseline bool
 		// (Rollout.IdealSeconds) is the comparison that means something.
 		p.RuntimeMajorIdealSeconds, p.RatioToIdeal = 0, 0
 	}
+	p.History.StatusWritesPerManifest = p.KCP.WritesByResource["manifests/status"] / manifests
+	if p.History.Operations, err = countHistory(ctx, b.client, version); err != nil {
+		return p, errors.Join(runErr, err)
+	}
 	fmt.Fprintf(b.opts.Progress, "%s: %d/%d Kymas done in %.1fs\n", name, p.KymasDone, p.KymasTotal, p.Seconds)
 	if runErr != nil {
 		return p, fmt.Errorf("%s: %d of %d Kymas reached %s after %.0fs: %w", name, p.KymasDone, p.KymasTotal, version, p.Seconds, runErr)

@@ -121,6 +121,8 @@ type Phase struct {
 	// phase; runtime-major order makes it a straight line (0.1, 0.2, …),
 	// work spread over all Kymas at once bunches it at the end.
 	CompletionCurve []float64 `json:"completionCurve,omitempty"`
+	// History is what the operation history recorded and cost.
+	History History `json:"history"`
 	// StaleReadyKymas counts Kymas seen Ready at the new version with a
 	// status computed from a Manifest of before the phase (see goal.check).
 	StaleReadyKymas int `json:"staleReadyKymas"`
@@ -341,6 +343,10 @@ func (r *Report) Print(w io.Writer) {
 			}
 			fmt.Fprintf(w, "%s: Kymas done at each tenth of the phase: %s%s\n", p.Name, strings.Join(parts, " "), hint)
 		}
+	}
+	for _, p := range r.phases() {
+		fmt.Fprintf(w, "%s: operation history recorded %d operations to %s; Manifest status writes %.2f per Manifest moved (one is the write that reports the result)\n",
+			p.Name, p.History.Operations, p.Version, p.History.StatusWritesPerManifest)
 	}
 	r.Rollout.print(w)
 	if r.Upgrade != nil && r.Upgrade.StaleReadyKymas > 0 {

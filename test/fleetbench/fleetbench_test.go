@@ -108,6 +108,12 @@ func TestSmallFleetConvergesAndReports(t *testing.T) {
 		t.Errorf("memory per Manifest: %+v, want the max RSS divided by the %d Manifests created", m, kymas*modules)
 	}
 
+	// The operation history recorded each Manifest's install and upgrade.
+	for _, p := range []*fleetbench.Phase{install, upgrade} {
+		if p.History.Operations != kymas*modules || p.History.StatusWritesPerManifest < 1 {
+			t.Errorf("%s: history %+v; want an operation for each of the %d Manifests, and at least the status write that reports it", p.Name, p.History, kymas*modules)
+		}
+	}
 	checkRollout(t, report)
 
 	// The JSON report carries the same figures under stable keys.
@@ -176,6 +182,9 @@ func checkRollout(t *testing.T, report *fleetbench.Report) {
 	// per Kyma in the runtimes, not one per module.
 	if got := r.Phase.Runtimes.WritesByResource["configmaps"]; got < kymas || got >= kymas*modules {
 		t.Errorf("rollout: %v ConfigMap writes in runtimes, want one module's (%d ≤ n < %d)", got, kymas, kymas*modules)
+	}
+	if r.Phase.History.Operations != kymas {
+		t.Errorf("rollout: %d upgrades in the history, want one per Kyma (%d)", r.Phase.History.Operations, kymas)
 	}
 	if r.AtOnceSeconds != report.Upgrade.Seconds {
 		t.Errorf("rollout: fleet-wide upgrade for comparison %v, want the upgrade phase's %v", r.AtOnceSeconds, report.Upgrade.Seconds)

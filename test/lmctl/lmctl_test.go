@@ -34,6 +34,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/dev"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/history"
 	lmctlrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -279,6 +280,22 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	stdout, stderr, code = lmctl(t, time.Minute, "rollout", "status", "evolving-regular", "--kubeconfig", env.KCPKubeconfig)
 	g.Expect(code).To(BeZero(), stderr)
 	g.Expect(stdout).To(ContainSubstring("Progress:  [" + strings.Repeat("#", 30) + "] 2/2 done"))
+
+	// What happened to evolving in runtime-0, newest first, as a script
+	// and a person read it.
+	g.Eventually(func(g Gomega) {
+		stdout, stderr, code := lmctl(t, time.Minute, "history", "runtime-0", "evolving", "-o", "json", "--kubeconfig", env.KCPKubeconfig)
+		g.Expect(code).To(BeZero(), stderr)
+		var entries []history.Entry
+		g.Expect(json.Unmarshal([]byte(stdout), &entries)).To(Succeed(), stdout)
+		g.Expect(entries).To(HaveLen(2), stdout)
+		g.Expect(entries[0]).To(And(HaveField("Type", "Upgrade"), HaveField("From", "1.0.0"), HaveField("To", "2.0.0"), HaveField("Result", "Ready")))
+		g.Expect(entries[1]).To(And(HaveField("Type", "Install"), HaveField("To", "1.0.0"), HaveField("Result", "Ready")))
+	}, time.Minute, time.Second).Should(Succeed())
+	stdout, stderr, code = lmctl(t, time.Minute, "history", "runtime-0", "--kubeconfig", env.KCPKubeconfig)
+	g.Expect(code).To(BeZero(), stderr)
+	g.Expect(stdout).To(MatchRegexp(`(?m)^\S+\s+evolving\s+Upgrade\s+1\.0\.0 → 2\.0\.0\s+\S+\s+Ready$`))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^\S+\s+sample\s+Install\s+1\.0\.0\s+\S+\s+Ready$`))
 
 	// Ctrl-C: everything stops, the clusters' directories and the state
 	// directory are removed, and no child process is left.
