@@ -104,11 +104,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Gate: func(_ context.Context, rb *v1beta2.RuntimeBackup) (func(), time.Duration) {
 			return remote.Gate(r.Runtimes, "backup", rb.Name)
 		},
-		Deadline:  r.ReconcileTimeout,
-		Reconcile: func(ctx context.Context, rb *v1beta2.RuntimeBackup) reconciler.Outcome { return r.reconcile(ctx, rb, kyma) },
-		Record:    record,
-		Status:    func(rb *v1beta2.RuntimeBackup) any { return &rb.Status },
-		Events:    r.Events,
+		Deadline: r.ReconcileTimeout,
+		Reconcile: func(ctx context.Context, rb *v1beta2.RuntimeBackup) reconciler.Outcome {
+			return r.reconcile(ctx, rb, kyma)
+		},
+		Record: record,
+		Status: func(rb *v1beta2.RuntimeBackup) any { return &rb.Status },
+		Events: r.Events,
 	})
 }
 
