@@ -368,6 +368,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// insecure hosts and credentials.
 		if err := (&backupcontroller.Reconciler{
 			Client:           mgr.GetClient(),
+			APIReader:        mgr.GetAPIReader(),
 			Runtimes:         runtimes,
 			Schedules:        opts.Backup.Schedules,
 			Store:            backup.StoreOptions{InsecureRegistries: opts.Content.InsecureRegistries, Keychain: p.keychain},

@@ -50,6 +50,10 @@ const maxListed = 64
 // Reconciler reconciles RuntimeBackups, one per backed-up Kyma.
 type Reconciler struct {
 	client.Client
+	// APIReader confirms, past the cache, that a Kyma the cache does not
+	// have is gone, and not only outside this operator's selection
+	// (--kyma-selector), whose RuntimeBackups are another operator's.
+	APIReader client.Reader
 	// Runtimes reaches the runtimes.
 	Runtimes *remote.Cache
 	// Schedules say which Kymas are backed up, when and where to.
@@ -95,6 +99,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, r.create(ctx, kyma)
+	}
+	if kyma == nil && r.APIReader != nil {
+		err := r.APIReader.Get(ctx, req.NamespacedName, &v1beta2.Kyma{})
+		if err == nil {
+			return ctrl.Result{}, nil // another operator's Kyma
+		}
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
 	}
 	if expired(rb, r.now()) {
 		return ctrl.Result{}, r.expire(ctx, rb)
@@ -207,7 +220,10 @@ func (r *Reconciler) idle(s *v1beta2.RuntimeBackupStatus, now time.Time) reconci
 
 // after is how long to wait until t, at most Poll.
 func (r *Reconciler) after(now, t time.Time) time.Duration {
-	return max(min(t.Sub(now), r.Poll), time.Second)
+	if d := t.Sub(now); d > 0 && d < r.Poll {
+		return d
+	}
+	return r.Poll
 }
 
 // take takes, stores and thins: one backup.
