@@ -39,15 +39,15 @@ func TestKeep(t *testing.T) {
 			name: "nothing", now: now, r: DefaultRetention(),
 		},
 		{
-			name: "five weeks hourly: 24 hours, then the last of each day, then of each week",
+			name:  "five weeks hourly: 24 hours, then the last of each day, then of each week",
 			times: fiveWeeks, now: now, r: DefaultRetention(),
-			want: append(append([]time.Time{
+			want: append([]time.Time{
 				at("2026-03-15 23:00"), // the week of Mar 9 is the 4th back: its last
 				at("2026-03-22 23:00"), // week of Mar 16
 				at("2026-03-29 23:00"), // week of Mar 23 (the 7 days are Mar 30 to Apr 5)
 				at("2026-03-30 23:00"), at("2026-03-31 23:00"), at("2026-04-01 23:00"),
 				at("2026-04-02 23:00"), at("2026-04-03 23:00"), at("2026-04-04 23:00"),
-			}, hourly(at("2026-04-05 00:00"), 24)...)),
+			}, hourly(at("2026-04-05 00:00"), 24)...),
 		},
 		{
 			name: "counts of 0 keep only the newest", times: fiveWeeks, now: now, r: Retention{},

@@ -90,4 +90,3 @@ func TestKeyFromSecretNamesNoKeyMaterial(t *testing.T) {
 	_, err = KeyFromSecret(secret)
 	g.Expect(err).To(MatchError(ContainSubstring(`has no key "identity"`)))
 }
-

@@ -16,8 +16,8 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	lmbackup "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 const (
@@ -29,7 +29,7 @@ var sampleGVK = schema.GroupVersionKind{Group: "operator.kyma-project.io", Versi
 
 // register registers a runtime: its kubeconfig Secret and its Kyma,
 // labelled for the hourly backups, with the given modules.
-func register(t *testing.T, name string, rt *testcluster.Runtime, modules ...string) *v1beta2.Kyma {
+func register(t *testing.T, name string, rt *testcluster.Runtime, modules ...string) {
 	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{
@@ -45,7 +45,6 @@ func register(t *testing.T, name string, rt *testcluster.Runtime, modules ...str
 	}
 	Expect(env.kcp.Create(ctx, secret)).To(Succeed())
 	Expect(env.kcp.Create(ctx, k)).To(Succeed())
-	return k
 }
 
 // unregister deletes a runtime's Kyma, waits until it is gone, and deletes
