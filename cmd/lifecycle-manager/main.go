@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	opts := operator.DefaultOptions()
-	var insecureRegistries, maintenanceWindows, hibernationSchedules string
+	var insecureRegistries, maintenanceWindows, hibernationSchedules, backupSchedules string
 	zapOpts := zap.Options{}
 
 	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
@@ -55,6 +56,9 @@ func main() {
 		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
 	flag.StringVar(&hibernationSchedules, "hibernation-schedules", "",
 		"YAML file of cron schedules per label group of Kymas that put runtimes to sleep and wake them (docs/operations.md); a sleeping runtime is paused. Empty: none.")
+	flag.StringVar(&backupSchedules, "backup-schedules", "",
+		"YAML file of backup schedules per label group of Kymas: cron, time zone, retention, OCI repository and key Secret (docs/operations.md, \"Backups and restore\"). Empty: no backups.")
+	flag.DurationVar(&opts.Backup.GracePeriod, "backup-grace-period", opts.Backup.GracePeriod, "How long a deleted Kyma's backups are kept before they and its RuntimeBackup are deleted.")
 	opts.Content.BindFlags(flag.CommandLine)
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
@@ -83,6 +87,14 @@ func main() {
 			os.Exit(1)
 		}
 		opts.HibernationSchedules = schedules
+	}
+	if backupSchedules != "" {
+		schedules, err := backup.Load(backupSchedules)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.Backup.Schedules = schedules
 	}
 	if insecureRegistries != "" {
 		opts.Content.InsecureRegistries = strings.Split(insecureRegistries, ",")

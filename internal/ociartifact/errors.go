@@ -1,11 +1,13 @@
 package ociartifact
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
@@ -49,3 +51,13 @@ type RegistryError struct {
 }
 
 func (e *RegistryError) Error() string { return e.message }
+
+// WithoutBody is a registry error without the registry's own words (see
+// withoutBody), for other packages that talk to registries.
+func WithoutBody(err error) error { return withoutBody(err) }
+
+// ReadLayer reads a layer whole within maxBytes (see readLayer).
+func ReadLayer(ctx context.Context, layer v1.Layer, maxBytes int64) ([]byte, error) {
+	data, err := readLayer(ctx, layer, options{maxBytes: maxBytes})
+	return data, withoutBody(err)
+}

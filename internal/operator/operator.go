@@ -26,8 +26,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
+	backupcontroller "github.com/runtime-fleet/lifecycle-manager/internal/controller/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/catalog"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
@@ -36,6 +38,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
@@ -110,6 +113,9 @@ type Options struct {
 	// HibernationSchedules, when set, pause runtimes while their schedule
 	// says they sleep (SPEC G3, --hibernation-schedules).
 	HibernationSchedules *hibernation.Schedules
+	// Backup, when its Schedules are set, backs up runtimes (SPEC G5,
+	// --backup-schedules).
+	Backup BackupOptions
 	// Clock tells the controllers the time of day (maintenance windows,
 	// rollouts' soak); the real one when nil. Tests set a fake one.
 	Clock clock.PassiveClock
@@ -117,6 +123,18 @@ type Options struct {
 	// (SPEC R10): what a module that declares no RBAC is written as, and
 	// the tokens of modules whose operator runs in the control plane.
 	ModuleAccess manifest.AccessOptions
+}
+
+// BackupOptions configure runtime backups.
+type BackupOptions struct {
+	// Schedules say which Kymas are backed up, when, where to and with
+	// which key; nil takes no backups.
+	Schedules *backup.Schedules
+	// GracePeriod keeps a deleted Kyma's backups this long.
+	GracePeriod time.Duration
+	// Poll is the longest a RuntimeBackup waits between looks (tests with
+	// a fake clock shorten it).
+	Poll time.Duration
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -143,6 +161,7 @@ func DefaultOptions() Options {
 		RuntimeIdleTimeout:    time.Minute,
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
 		ModuleAccess:          manifest.AccessOptions{Undeclared: manifest.UndeclaredAdmin, TokenTTL: time.Hour},
+		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod},
 	}
 }
 
@@ -222,7 +241,7 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
 	}
 	if err := setupControllers(ctx, mgr, opts, controllerParts{
-		runtimes: runtimes, pipeline: pipeline, paused: paused, sources: watcherSources,
+		runtimes: runtimes, pipeline: pipeline, paused: paused, sources: watcherSources, keychain: keychain,
 	}); err != nil {
 		return nil, err
 	}
@@ -278,6 +297,7 @@ type controllerParts struct {
 	pipeline *content.Pipeline
 	paused   pause.Policy
 	sources  watcherSources
+	keychain authn.Keychain
 }
 
 // setupControllers registers the Kyma, Manifest and (optionally) catalog
@@ -341,6 +361,26 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 			Clock:     opts.Clock,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the rollout controller: %w", err)
+		}
+	}
+	if opts.Backup.Schedules != nil {
+		// Backups go to registries as content comes from them: the same
+		// insecure hosts and credentials.
+		if err := (&backupcontroller.Reconciler{
+			Client:           mgr.GetClient(),
+			APIReader:        mgr.GetAPIReader(),
+			Runtimes:         runtimes,
+			Schedules:        opts.Backup.Schedules,
+			Store:            backup.StoreOptions{InsecureRegistries: opts.Content.InsecureRegistries, Keychain: p.keychain},
+			Namespace:        opts.Namespace,
+			SyncNamespace:    opts.SyncNamespace,
+			GracePeriod:      opts.Backup.GracePeriod,
+			Clock:            opts.Clock,
+			Poll:             opts.Backup.Poll,
+			ReconcileTimeout: opts.ReconcileTimeout,
+			Events:           reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager")),
+		}).SetupWithManager(mgr, 2); err != nil {
+			return fmt.Errorf("setting up the backup controller: %w", err)
 		}
 	}
 	if opts.CatalogSync {

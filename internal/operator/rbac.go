@@ -29,6 +29,12 @@ package operator
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=modulerollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=modulerollouts/status,verbs=patch;update
 //
+// RuntimeBackups are the operator's: one created per backed-up Kyma,
+// deleted with its backups when the grace period after the Kyma's
+// deletion ends. The backup key Secrets are read with the Secrets above.
+// +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=runtimebackups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=runtimebackups/status,verbs=patch
+//
 // Watchers: the default one is created at start; status is the operator's.
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers/status,verbs=patch

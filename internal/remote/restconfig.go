@@ -76,3 +76,14 @@ func httpClientFor(cfg *rest.Config, sessions tls.ClientSessionCache, observe fu
 	}
 	return &http.Client{Transport: wrapped, Timeout: cfg.Timeout}, nil
 }
+
+// RESTConfig is the client configuration of a runtime kubeconfig, accepted
+// on the same terms as the operator's (kubeconfig.Validate): for tools
+// such as lmctl that reach a runtime through its registration Secret.
+func RESTConfig(raw []byte) (*rest.Config, error) {
+	k, err := kubeconfig.Validate(raw)
+	if err != nil {
+		return nil, err
+	}
+	return restConfig(k), nil
+}

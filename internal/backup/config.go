@@ -1,0 +1,179 @@
+// Package backup keeps what a runtime owner cannot get back from the
+// control plane (SPEC G5): the runtime's Kyma and its modules' custom
+// resources, as snapshots taken on a cron schedule per label group,
+// encrypted with age to a key held in a Secret, stored as OCI artifacts
+// (one per backup, tagged with its time) and thinned out grandfather-
+// father-son style. It knows nothing of controllers: internal/controller/
+// backup schedules it, internal/lmctl/backup restores from it.
+package backup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+	_ "time/tzdata" // time zones named in the schedules, on any base image
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// Schedules are the operator's backup schedules (--backup-schedules); the
+// first whose selector matches a Kyma is that runtime's. A Kyma no schedule
+// matches is not backed up.
+type Schedules struct {
+	Schedules []Schedule `json:"schedules"`
+}
+
+// Schedule backs up a label group of runtimes.
+type Schedule struct {
+	// Name names the schedule in status.
+	Name string `json:"name"`
+	// Selector picks the Kymas by label; absent, every Kyma.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Schedule is a cron expression (5 fields, or a descriptor such as
+	// @hourly) of when a backup is taken.
+	Schedule string `json:"schedule"`
+	// TimeZone is an IANA name the schedule and the retention's days and
+	// weeks are read in; UTC when empty.
+	TimeZone string `json:"timeZone,omitempty"`
+	// Retention says how many backups are kept; a count left out is its
+	// default (24 hourly, 7 daily, 4 weekly), 0 keeps none of that kind.
+	Retention RetentionSpec `json:"retention,omitzero"`
+	// Repository is the OCI repository (host/path) the backups go to; each
+	// runtime's are under <repository>/<kyma name>.
+	Repository string `json:"repository"`
+	// KeySecret names the Secret in the operator's namespace whose key
+	// "identity" holds the age X25519 identity backups are encrypted to.
+	KeySecret string `json:"keySecret"`
+
+	selector  labels.Selector
+	cron      cron.Schedule
+	location  *time.Location
+	retention Retention
+}
+
+// RetentionSpec is the retention as written; a count left out is its
+// default.
+type RetentionSpec struct {
+	Hourly *int `json:"hourly,omitempty"`
+	Daily  *int `json:"daily,omitempty"`
+	Weekly *int `json:"weekly,omitempty"`
+}
+
+// Default retention: Gardener's etcd-backup-restore keeps as many.
+const (
+	DefaultHourly = 24
+	DefaultDaily  = 7
+	DefaultWeekly = 4
+)
+
+// Load reads and checks a schedules file.
+func Load(path string) (*Schedules, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading backup schedules: %w", err)
+	}
+	return Parse(raw)
+}
+
+// Parse reads and checks schedules; every mistake is named with its
+// schedule.
+func Parse(raw []byte) (*Schedules, error) {
+	s := &Schedules{}
+	if err := yaml.UnmarshalStrict(raw, s); err != nil {
+		return nil, fmt.Errorf("backup schedules: %w", err)
+	}
+	var errs []error
+	names := map[string]bool{}
+	for i := range s.Schedules {
+		sch := &s.Schedules[i]
+		if err := sch.compile(); err != nil {
+			errs = append(errs, fmt.Errorf("backup schedule %d (%q): %w", i, sch.Name, err))
+		}
+		if names[sch.Name] {
+			errs = append(errs, fmt.Errorf("backup schedule %d (%q): the name is used twice", i, sch.Name))
+		}
+		names[sch.Name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func (s *Schedule) compile() error {
+	if s.Name == "" {
+		return errors.New("name is empty")
+	}
+	var err error
+	s.selector = labels.Everything()
+	if s.Selector != nil {
+		if s.selector, err = metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+			return fmt.Errorf("selector: %w", err)
+		}
+	}
+	if s.cron, err = parser.Parse(s.Schedule); err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
+	}
+	if s.location, err = time.LoadLocation(s.TimeZone); err != nil {
+		return fmt.Errorf("timeZone %q: %w", s.TimeZone, err)
+	}
+	s.retention = DefaultRetention()
+	for _, c := range []struct {
+		field string
+		from  *int
+		to    *int
+	}{{"hourly", s.Retention.Hourly, &s.retention.Hourly}, {"daily", s.Retention.Daily, &s.retention.Daily}, {"weekly", s.Retention.Weekly, &s.retention.Weekly}} {
+		if c.from == nil {
+			continue
+		}
+		if *c.from < 0 {
+			return fmt.Errorf("retention.%s is %d: a count cannot be negative", c.field, *c.from)
+		}
+		*c.to = *c.from
+	}
+	if s.retention == (Retention{}) {
+		return errors.New("retention keeps nothing: at least one of hourly, daily and weekly must be above 0")
+	}
+	if s.Repository == "" {
+		return errors.New("repository is empty: name the OCI repository (host/path) the backups go to")
+	}
+	if _, err := name.NewRepository(s.Repository); err != nil {
+		return fmt.Errorf("repository %q: %w", s.Repository, err)
+	}
+	if s.KeySecret == "" {
+		return errors.New("keySecret is empty: name the Secret that holds the encryption key")
+	}
+	return nil
+}
+
+// For is the schedule of a Kyma with the given labels, nil when none
+// matches.
+func (s *Schedules) For(kymaLabels map[string]string) *Schedule {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Schedules {
+		if s.Schedules[i].selector.Matches(labels.Set(kymaLabels)) {
+			return &s.Schedules[i]
+		}
+	}
+	return nil
+}
+
+// Next is the schedule's first firing after t.
+func (s *Schedule) Next(t time.Time) time.Time {
+	return s.cron.Next(t.In(s.location))
+}
+
+// Keep is the schedule's retention, defaults filled in.
+func (s *Schedule) Keep() Retention { return s.retention }
+
+// Location is the schedule's time zone.
+func (s *Schedule) Location() *time.Location { return s.location }

@@ -1,0 +1,337 @@
+// Package backup is `lmctl backup`: list a runtime's backups, and restore
+// one into a recreated runtime of the same Kyma name (SPEC G5). It reads
+// what the operator wrote (the RuntimeBackup's repository and key Secret),
+// the key Secret and the registry; it writes the control plane's Kyma, the
+// runtime's own Kyma and the modules' custom resources in the runtime.
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+)
+
+// FieldManager owns what a restore writes.
+const FieldManager = "lmctl-restore"
+
+// Options locate a Kyma's backups.
+type Options struct {
+	// KCP is a client of the control plane; Namespace holds the Kyma, its
+	// RuntimeBackup and the key Secret.
+	KCP       client.Client
+	Namespace string
+	Kyma      string
+	// Repository and KeySecret override what the RuntimeBackup's status
+	// names (needed once it is gone).
+	Repository string
+	KeySecret  string
+	// Store reaches the registry.
+	Store backup.StoreOptions
+}
+
+// located are the store and key of a Kyma's backups.
+func (o Options) locate(ctx context.Context, needKey bool) (*backup.Store, *backup.Key, error) {
+	repository, keySecret := o.Repository, o.KeySecret
+	if repository == "" || (needKey && keySecret == "") {
+		rb := &v1beta2.RuntimeBackup{}
+		if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, rb); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil, fmt.Errorf("no RuntimeBackup of Kyma %s in %s: name the backups' place with --repository and --key-secret", o.Kyma, o.Namespace)
+			}
+			return nil, nil, fmt.Errorf("reading RuntimeBackup %s: %w", o.Kyma, err)
+		}
+		repository = cmpOr(repository, rb.Status.Repository)
+		keySecret = cmpOr(keySecret, rb.Status.KeySecret)
+	}
+	if repository == "" {
+		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no repository yet: give --repository", o.Kyma)
+	}
+	store := backup.NewStore(repository, o.Store)
+	if !needKey {
+		return store, nil, nil
+	}
+	if keySecret == "" {
+		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no key Secret: give --key-secret", o.Kyma)
+	}
+	secret := &corev1.Secret{}
+	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: keySecret}, secret); err != nil {
+		return nil, nil, fmt.Errorf("reading the key Secret %s/%s: %w", o.Namespace, keySecret, err)
+	}
+	key, err := backup.KeyFromSecret(secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, key, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Entry is one backup as `lmctl backup list` shows it.
+type Entry struct {
+	Backup string    `json:"backup"`
+	Time   time.Time `json:"time"`
+	Size   int64     `json:"size"`
+	Digest string    `json:"digest"`
+}
+
+// List is the Kyma's backups, newest first, as the registry has them.
+func List(ctx context.Context, o Options) ([]Entry, error) {
+	store, _, err := o.locate(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := store.List(ctx, o.Kyma)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(infos))
+	for i := len(infos) - 1; i >= 0; i-- {
+		info, err := store.Describe(ctx, o.Kyma, infos[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Entry{Backup: info.Tag, Time: info.Time, Size: info.Size, Digest: info.Digest})
+	}
+	return out, nil
+}
+
+// RestoreOptions say which backup to restore and how long to wait for the
+// operator to prepare the runtime.
+type RestoreOptions struct {
+	Options
+	// Backup is the tag to restore; empty is the newest backup taken
+	// before the Kyma was created (a backup of the new, empty runtime is
+	// never picked by itself).
+	Backup string
+	// Timeout bounds the waits for the runtime's Kyma and the modules'
+	// CRDs.
+	Timeout time.Duration
+	// Progress receives a line per step; may be nil.
+	Progress io.Writer
+}
+
+// Result is what a restore did.
+type Result struct {
+	Kyma           string   `json:"kyma"`
+	Backup         string   `json:"backup"`
+	Modules        []string `json:"modules"`
+	RuntimeModules []string `json:"runtimeModules,omitempty"`
+	Resources      []string `json:"resources,omitempty"`
+}
+
+// Restore restores a backup into the runtime the Kyma now stands for: the
+// Kyma's modules, channel and opt-in labels in the control plane, the
+// modules the owner listed in the runtime's own Kyma, and the modules'
+// custom resources, each applied once its CRD exists there. Nothing is
+// written before the backup is read and decrypted, so a wrong key changes
+// nothing.
+func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	store, key, err := o.locate(ctx, true)
+	if err != nil {
+		return Result{}, err
+	}
+	kyma := &v1beta2.Kyma{}
+	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, kyma); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Result{}, fmt.Errorf("no Kyma %s: register the new runtime (its kubeconfig Secret and Kyma) first", o.Kyma)
+		}
+		return Result{}, err
+	}
+	tag := o.Backup
+	if tag == "" {
+		if tag, err = newestBefore(ctx, store, o.Kyma, kyma.CreationTimestamp.Time); err != nil {
+			return Result{}, err
+		}
+	}
+	snapshot, err := backup.Open(ctx, store, key, o.Kyma, tag)
+	if err != nil {
+		return Result{}, err
+	}
+	fmt.Fprintf(progress, "Restoring backup %s\n", store.Ref(o.Kyma, tag))
+	res := Result{Kyma: o.Kyma, Backup: tag}
+
+	if err := restoreKyma(ctx, o.KCP, kyma, snapshot); err != nil {
+		return res, err
+	}
+	for _, m := range snapshot.Spec.Modules {
+		res.Modules = append(res.Modules, m.Name)
+	}
+	fmt.Fprintf(progress, "Kyma %s: modules %v\n", o.Kyma, res.Modules)
+
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	cfg, err := runtimeConfig(ctx, o.KCP, o.Namespace, o.Kyma)
+	if err != nil {
+		return res, err
+	}
+	rt, err := client.New(cfg, client.Options{Scheme: o.KCP.Scheme()})
+	if err != nil {
+		return res, err
+	}
+	syncNamespace := cmpOr(kyma.Spec.SyncNamespace, v1beta2.DefaultRuntimeNamespace)
+	if len(snapshot.RuntimeModules) > 0 {
+		fmt.Fprintf(progress, "Waiting for the runtime's Kyma %s/%s\n", syncNamespace, v1beta2.DefaultRuntimeKymaName)
+		if err := restoreRuntimeKyma(ctx, rt, client.ObjectKey{Namespace: syncNamespace, Name: v1beta2.DefaultRuntimeKymaName}, snapshot.RuntimeModules); err != nil {
+			return res, err
+		}
+		for _, m := range snapshot.RuntimeModules {
+			res.RuntimeModules = append(res.RuntimeModules, m.Name)
+		}
+		fmt.Fprintf(progress, "Runtime's Kyma: modules %v\n", res.RuntimeModules)
+	}
+	for _, r := range snapshot.Resources {
+		obj := r.Object.DeepCopy()
+		what := fmt.Sprintf("%s %s/%s (module %s)", obj.GetKind(), obj.GetNamespace(), obj.GetName(), r.Module)
+		fmt.Fprintf(progress, "Waiting for the CRD of %s\n", what)
+		if err := waitForKind(ctx, cfg, obj.GroupVersionKind()); err != nil {
+			return res, fmt.Errorf("restoring %s: %w", what, err)
+		}
+		if err := rt.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured is the documented path
+			return res, fmt.Errorf("applying %s: %w", what, err)
+		}
+		res.Resources = append(res.Resources, what)
+		fmt.Fprintf(progress, "Applied %s\n", what)
+	}
+	return res, nil
+}
+
+// newestBefore is the newest backup taken before t.
+func newestBefore(ctx context.Context, store *backup.Store, kyma string, t time.Time) (string, error) {
+	infos, err := store.List(ctx, kyma)
+	if err != nil {
+		return "", err
+	}
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].Time.Before(t) {
+			return infos[i].Tag, nil
+		}
+	}
+	if len(infos) == 0 {
+		return "", fmt.Errorf("no backups of Kyma %s", kyma)
+	}
+	return "", fmt.Errorf("no backup of Kyma %s from before it was created (%s): name one with --backup", kyma, t.UTC().Format(time.RFC3339))
+}
+
+// restoreKyma puts the backup's module choices into the control plane's
+// Kyma: its modules (a module the Kyma lists already keeps its entry), the
+// channel, the flags, and the beta and internal opt-ins. The runtime id,
+// sync namespace and other labels are the new registration's.
+func restoreKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, s *backup.Snapshot) error {
+	patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	kyma.Spec.Modules = mergeModules(kyma.Spec.Modules, s.Spec.Modules)
+	kyma.Spec.Channel = cmpOr(s.Spec.Channel, kyma.Spec.Channel)
+	kyma.Spec.SkipMaintenanceWindows = s.Spec.SkipMaintenanceWindows
+	kyma.Spec.Debug = s.Spec.Debug
+	for _, l := range []string{v1beta2.BetaLabel, v1beta2.InternalLabel} {
+		if v, ok := s.Labels[l]; ok {
+			if kyma.Labels == nil {
+				kyma.Labels = map[string]string{}
+			}
+			kyma.Labels[l] = v
+		}
+	}
+	if err := c.Patch(ctx, kyma, patch); err != nil {
+		return fmt.Errorf("restoring Kyma %s: %w", kyma.Name, err)
+	}
+	return nil
+}
+
+// mergeModules adds the backup's modules to those listed, in the backup's
+// order; a module listed already keeps its entry.
+func mergeModules(listed, backedUp []v1beta2.Module) []v1beta2.Module {
+	out := slices.Clone(listed)
+	for _, m := range backedUp {
+		if !slices.ContainsFunc(out, func(l v1beta2.Module) bool { return l.Name == m.Name }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// restoreRuntimeKyma adds the owner's modules to the runtime's own Kyma,
+// once the operator has created it there.
+func restoreRuntimeKyma(ctx context.Context, rt client.Client, key client.ObjectKey, modules []v1beta2.Module) error {
+	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		k := &v1beta2.Kyma{}
+		if err := rt.Get(ctx, key, k); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("reading the runtime's Kyma %s: %w", key, err)
+		}
+		patch := client.MergeFromWithOptions(k.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		k.Spec.Modules = mergeModules(k.Spec.Modules, modules)
+		if err := rt.Patch(ctx, k, patch); err != nil {
+			if apierrors.IsConflict(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("restoring the runtime's Kyma %s: %w", key, err)
+		}
+		return true, nil
+	})
+}
+
+// runtimeConfig reaches the runtime through its registration Secret, on
+// the operator's terms (inline credentials only).
+func runtimeConfig(ctx context.Context, kcp client.Client, namespace, kyma string) (*rest.Config, error) {
+	secrets := &corev1.SecretList{}
+	if err := kcp.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{v1beta2.KymaNameLabel: kyma}); err != nil {
+		return nil, fmt.Errorf("finding the kubeconfig Secret of Kyma %s: %w", kyma, err)
+	}
+	for _, s := range secrets.Items {
+		if raw, ok := s.Data["config"]; ok {
+			cfg, err := remote.RESTConfig(raw)
+			if err != nil {
+				return nil, fmt.Errorf("the kubeconfig Secret %s of Kyma %s: %w", s.Name, kyma, err)
+			}
+			return cfg, nil
+		}
+	}
+	return nil, fmt.Errorf("no kubeconfig Secret of Kyma %s (label %s=%s, key config)", kyma, v1beta2.KymaNameLabel, kyma)
+}
+
+// waitForKind waits until the runtime serves the kind, asking discovery
+// afresh each time: the module's CRD comes with its installation.
+func waitForKind(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionKind) error {
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
+		httpClient, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return false, err
+		}
+		mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+		if err != nil {
+			return false, nil //nolint:nilerr // discovery fails while the runtime starts: try again
+		}
+		_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil, nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {
+		return fmt.Errorf("the runtime does not serve %s yet: is the module installed there?", gvk)
+	}
+	return err
+}

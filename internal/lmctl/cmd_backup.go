@@ -1,0 +1,140 @@
+package lmctl
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	lmbackup "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
+)
+
+func newBackupCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backup",
+		Short: "List a runtime's backups and restore one into a recreated runtime",
+		Long: `The operator backs up what a runtime owner cannot get back from the control plane
+(the Kyma's module choices, the modules' custom resources) on the schedules of
+--backup-schedules, encrypted, into an OCI registry (docs/operations.md,
+"Backups and restore"). These commands read the registry and the key Secret.`,
+	}
+	cmd.AddCommand(newBackupListCommand(), newBackupRestoreCommand())
+	return cmd
+}
+
+// backupFlags locate a Kyma's backups.
+type backupFlags struct {
+	kube       kubeFlags
+	repository string
+	keySecret  string
+	insecure   []string
+}
+
+func (f *backupFlags) bind(fs *pflag.FlagSet) {
+	f.kube.bind(fs)
+	fs.StringVar(&f.repository, "repository", "", "OCI repository of the backups (default: the one the Kyma's RuntimeBackup names).")
+	fs.StringVar(&f.keySecret, "key-secret", "", "Secret in --namespace holding the key (default: the one the Kyma's RuntimeBackup names).")
+	fs.StringSliceVar(&f.insecure, "insecure-registries", nil, "Registry hosts (host:port) reached over plain HTTP, e.g. lmctl dev's local registry.")
+}
+
+func (f *backupFlags) options(kyma string) (lmbackup.Options, error) {
+	c, err := f.kube.client()
+	if err != nil {
+		return lmbackup.Options{}, err
+	}
+	return lmbackup.Options{
+		KCP: c, Namespace: f.kube.namespace, Kyma: kyma,
+		Repository: f.repository, KeySecret: f.keySecret,
+		Store: backup.StoreOptions{InsecureRegistries: f.insecure},
+	}, nil
+}
+
+func newBackupListCommand() *cobra.Command {
+	var (
+		flags  backupFlags
+		format = output.Table
+	)
+	cmd := &cobra.Command{
+		Use:     "list KYMA",
+		Short:   "List a runtime's backups, newest first: time, tag and size",
+		Example: "  lmctl backup list my-runtime\n  lmctl backup list my-runtime -o json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := flags.options(args[0])
+			if err != nil {
+				return err
+			}
+			entries, err := lmbackup.List(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if format != output.Table {
+				return output.Structured(w, format, entries)
+			}
+			if len(entries) == 0 {
+				_, err := fmt.Fprintf(w, "No backups of Kyma %s.\n", args[0])
+				return err
+			}
+			tw := output.NewTabWriter(w)
+			fmt.Fprintln(tw, "BACKUP\tTIME\tSIZE")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%d\n", e.Backup, e.Time.Format(time.RFC3339), e.Size)
+			}
+			return tw.Flush()
+		},
+	}
+	flags.bind(cmd.Flags())
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table, json or yaml.")
+	return cmd
+}
+
+func newBackupRestoreCommand() *cobra.Command {
+	var (
+		flags   backupFlags
+		format  = output.Table
+		tag     string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "restore KYMA",
+		Short: "Restore a backup into the runtime the Kyma now stands for",
+		Long: `Register the new runtime first: its kubeconfig Secret and a Kyma of the same name.
+restore then puts the backup's modules into the Kyma, the modules the runtime
+owner had added into the runtime's own Kyma once the operator created it, and
+applies each module's custom resource (server-side apply) once the module's CRD
+exists in the runtime. Without --backup it restores the newest backup taken
+before the Kyma was created. A key that does not match changes nothing.`,
+		Example: "  lmctl backup restore my-runtime\n  lmctl backup restore my-runtime --backup 20261201T100000Z",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := flags.options(args[0])
+			if err != nil {
+				return err
+			}
+			ro := lmbackup.RestoreOptions{Options: opts, Backup: tag, Timeout: timeout}
+			if format == output.Table {
+				ro.Progress = cmd.OutOrStdout()
+			}
+			res, err := lmbackup.Restore(cmd.Context(), ro)
+			if err != nil {
+				return err
+			}
+			if format != output.Table {
+				return output.Structured(cmd.OutOrStdout(), format, res)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Restored backup %s of Kyma %s: %d modules, %d owner modules, %d custom resources (%s)\n",
+				res.Backup, res.Kyma, len(res.Modules), len(res.RuntimeModules), len(res.Resources), strings.Join(res.Resources, "; "))
+			return err
+		},
+	}
+	flags.bind(cmd.Flags())
+	cmd.Flags().StringVar(&tag, "backup", "", "Tag of the backup to restore (lmctl backup list); default: the newest from before the Kyma was created.")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "Longest wait for the operator to create the runtime's Kyma and install the modules' CRDs.")
+	cmd.Flags().VarP(&format, "output", "o", "Output format: table (with progress), json or yaml.")
+	return cmd
+}

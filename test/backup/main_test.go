@@ -1,0 +1,110 @@
+// Package backup runs runtime backups and restore (SPEC G5) through the
+// whole operator, with a fake clock, against a real control plane, two
+// real runtime API servers and a real registry: a runtime is backed up,
+// deleted, registered again on another cluster and restored; hourly, daily
+// and weekly backups thin out to exactly the grandfather-father-son set; a
+// deleted runtime's backups last for the grace period and no longer.
+package backup
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
+)
+
+const (
+	kcpNamespace = "kcp-system"
+	keySecret    = "backup-key"
+	gracePeriod  = 48 * time.Hour
+)
+
+// The operator's clock starts on Monday 2026-01-05, 00:30 UTC; tests move
+// it forwards only.
+var clock = clocktesting.NewFakePassiveClock(time.Date(2026, 1, 5, 0, 30, 0, 0, time.UTC))
+
+// Kymas labelled backup=hourly are backed up every hour, with the default
+// retention.
+const schedulesYAML = `
+schedules:
+  - name: hourly
+    selector: {matchLabels: {backup: hourly}}
+    schedule: "0 * * * *"
+    repository: %s/backups
+    keySecret: backup-key
+`
+
+var env struct {
+	kcp      client.Client
+	registry *testregistry.Registry
+	runtimes []*testcluster.Runtime
+	rt       []client.Client
+	store    *backup.Store
+	storeOpt backup.StoreOptions
+}
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Config{Name: "backup", Runtimes: 2, Namespace: kcpNamespace}, setup)
+}
+
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
+	env.kcp, env.runtimes = e.Client, e.Runtimes
+	for _, r := range e.Runtimes {
+		c, err := testenv.NewClient(r.Config())
+		if err != nil {
+			return operator.Options{}, err
+		}
+		env.rt = append(env.rt, c)
+	}
+	env.registry = testregistry.Start()
+	e.Cleanup(env.registry.Close)
+	env.storeOpt = backup.StoreOptions{InsecureRegistries: []string{env.registry.Host()}}
+	env.store = backup.NewStore(env.registry.Host()+"/backups", env.storeOpt)
+
+	for _, module := range []string{samplemodules.Sample, samplemodules.Evolving} {
+		v, err := samplemodules.Get(module, "1.0.0")
+		if err != nil {
+			return operator.Options{}, err
+		}
+		artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:1.0.0", env.registry.Host(), module), v.Content.Layers(), ociartifact.Insecure())
+		if err != nil {
+			return operator.Options{}, err
+		}
+		if err := e.Client.Create(ctx, v.Template(kcpNamespace, artifact.Links)); err != nil {
+			return operator.Options{}, err
+		}
+		if err := e.Client.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"})); err != nil {
+			return operator.Options{}, err
+		}
+	}
+	secret, err := backup.NewKeySecret(kcpNamespace, keySecret)
+	if err != nil {
+		return operator.Options{}, err
+	}
+	if err := e.Client.Create(ctx, secret); err != nil {
+		return operator.Options{}, err
+	}
+
+	opts := e.OperatorOptions()
+	opts.Content.InsecureRegistries = []string{env.registry.Host()}
+	opts.CatalogSync = false
+	opts.Clock = clock
+	if opts.Backup.Schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host())); err != nil {
+		return operator.Options{}, err
+	}
+	opts.Backup.GracePeriod = gracePeriod
+	// The fake clock moves in steps; each step is seen within this.
+	opts.Backup.Poll = 200 * time.Millisecond
+	return opts, nil
+}
