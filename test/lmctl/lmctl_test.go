@@ -292,6 +292,19 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 		g.Expect(entries[0]).To(And(HaveField("Type", "Upgrade"), HaveField("From", "1.0.0"), HaveField("To", "2.0.0"), HaveField("Result", "Ready")))
 		g.Expect(entries[1]).To(And(HaveField("Type", "Install"), HaveField("To", "1.0.0"), HaveField("Result", "Ready")))
 	}, time.Minute, time.Second).Should(Succeed())
+	// Each runtime is backed up on the dev schedule, into the dev registry.
+	for _, name := range []string{"runtime-0", "runtime-1"} {
+		g.Eventually(func(g Gomega) {
+			rb := &v1beta2.RuntimeBackup{}
+			g.Expect(kcp.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: name}, rb)).To(Succeed())
+			g.Expect(rb.Status.Schedule).To(Equal("dev"))
+			g.Expect(rb.Status.Repository).To(Equal(env.Registry + "/backups"))
+			g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
+			g.Expect(rb.Status.NextScheduleTime.Time).To(BeTemporally("<=", time.Now().Add(5*time.Minute)))
+		}, time.Minute, time.Second).Should(Succeed(), name)
+	}
+	g.Expect(devOutput()).To(ContainSubstring("backup list runtime-0"))
+
 	stdout, stderr, code = lmctl(t, time.Minute, "history", "runtime-0", "--kubeconfig", env.KCPKubeconfig)
 	g.Expect(code).To(BeZero(), stderr)
 	g.Expect(stdout).To(MatchRegexp(`(?m)^\S+\s+evolving\s+Upgrade\s+1\.0\.0 → 2\.0\.0\s+\S+\s+Ready$`))

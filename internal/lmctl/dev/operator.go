@@ -63,6 +63,7 @@ func logToFile(path string) (*os.File, error) {
 // runtime watcher runs in local mode: the listener on the loopback port
 // watchers picked, each local runtime's agent registered by URL.
 func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHost string, intervals requeue.Intervals, watchers *runtimeWatchers, logFile *os.File) (*runningOperator, error) {
+	var err error
 	opts := operator.DefaultOptions()
 	opts.Config = kcp
 	opts.Namespace = namespace
@@ -74,6 +75,9 @@ func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHos
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 5 * time.Second
 	opts.Content.InsecureRegistries = []string{registryHost}
+	if opts.Backup.Schedules, err = devBackups(ctx, kcp, namespace, registryHost); err != nil {
+		return nil, err
+	}
 	opts.Watcher = operator.WatcherOptions{
 		ListenerAddress: watchers.listenerAddress,
 		ListenerURL:     watchers.listenerURL(),

@@ -33,6 +33,8 @@ func printTour(out io.Writer, env Environment, modules []string, keep bool, read
 		{lmctl + " status", "the fleet at a glance (-w to watch)"},
 		{lmctl + " status --runtime " + first.Name, "one runtime's modules"},
 		{lmctl + " modules", "the catalog: channels and versions"},
+		{lmctl + " history " + first.Name, "what the operator did to its modules, newest first"},
+		{lmctl + " backup list " + first.Name, "its backups (every 5 minutes, into the local registry)"},
 		{"kubectl -n " + env.Namespace + " get kymas,manifests", ""},
 	}))
 
