@@ -195,6 +195,12 @@ type ModuleStatus struct {
 	// +optional
 	Maintenance bool `json:"maintenance,omitempty"`
 
+	// OCMComponentName is the module's OCM component (the Kyma API's
+	// ModuleReleaseMeta spec.ocmComponentName, else the component its
+	// ModuleTemplate's descriptor names), as the Kyma API reports it.
+	// +optional
+	OCMComponentName string `json:"ocmComponentName,omitempty"`
+
 	// Removal is the module's removal while it is under way (state
 	// Deleting); once the module is gone it moves to the Kyma's
 	// status.operations.

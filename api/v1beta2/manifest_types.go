@@ -63,6 +63,18 @@ type ManifestSpec struct {
 	// +optional
 	AssociatedResources []string `json:"associatedResources,omitempty"`
 
+	// LocalizedImages are image references valid where the module is
+	// installed (a registry of the landscape's, for example), as the Kyma
+	// API has them: a container image of the module's content whose name
+	// (the repository's last segment) matches one of them is replaced by
+	// it when the content is applied. The Kyma controller fills them from
+	// the ModuleTemplate's OCM component descriptor (its image resources).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=512
+	LocalizedImages []string `json:"localizedImages,omitempty"`
+
 	// ModuleName is the module this Manifest installs.
 	// +optional
 	ModuleName string `json:"moduleName,omitempty"`

@@ -27,8 +27,13 @@ type ModuleReleaseMetaSpec struct {
 	// +kubebuilder:validation:MaxLength:=64
 	ModuleName string `json:"moduleName"`
 
-	// OcmComponentName is accepted for compatibility and ignored.
+	// OcmComponentName is the module's OCM component, as the Kyma API has
+	// it (for example kyma-project.io/module/template-operator): a domain,
+	// then one or more path segments, as the OCM component descriptor
+	// schema defines component names. Kymas report it per module
+	// (status.modules[].ocmComponentName).
 	// +optional
+	// +kubebuilder:validation:Pattern:=`^[a-z][-a-z0-9]*([.][a-z][-a-z0-9]*)*[.][a-z]{2,}(/[a-z][-a-z0-9_]*([.][a-z][-a-z0-9_]*)*)+$`
 	// +kubebuilder:validation:MaxLength:=255
 	OcmComponentName string `json:"ocmComponentName,omitempty"`
 

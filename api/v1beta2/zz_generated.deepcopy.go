@@ -380,6 +380,11 @@ func (in *ManifestSpec) DeepCopyInto(out *ManifestSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.LocalizedImages != nil {
+		in, out := &in.LocalizedImages, &out.LocalizedImages
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Resources != nil {
 		in, out := &in.Resources, &out.Resources
 		*out = make([]ContentResource, len(*in))

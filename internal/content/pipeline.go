@@ -99,6 +99,7 @@ func (p *Pipeline) render(ctx context.Context, manifest *v1beta2.Manifest, syncN
 		Debug:            manifest.Spec.Debug,
 		DefaultNamespace: syncNamespace,
 		Scope:            namespaced,
+		LocalizedImages:  manifest.Spec.LocalizedImages,
 	}); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,11 @@ type Module struct {
 	// the Kyma lists it.
 	Mandatory bool
 
+	// OCMComponentName is the module's OCM component as its
+	// ModuleReleaseMeta names it (spec.ocmComponentName); empty when it
+	// names none.
+	OCMComponentName string
+
 	// Err says why the module cannot be installed as resolved. It wraps one
 	// of the sentinel errors of this package (ErrNoReleaseMeta, …).
 	Err error
@@ -226,6 +231,7 @@ func (r resolver) resolveMandatory(spec v1beta2.Module, source mandatorySource) 
 	}
 
 	meta := source.meta
+	module.OCMComponentName = meta.Spec.OcmComponentName
 	module.Version = meta.Spec.Mandatory.Version
 	if !isSemver(module.Version) {
 		module.Err = newError(ErrInvalidVersion,
@@ -262,6 +268,7 @@ func (r resolver) resolveChannel(spec v1beta2.Module) Module {
 		return module
 	}
 
+	module.OCMComponentName = meta.Spec.OcmComponentName
 	var channels []string
 	for _, assignment := range meta.Spec.Channels {
 		channels = append(channels, assignment.Channel)

@@ -592,3 +592,28 @@ func templateName(m resolve.Module) string {
 	}
 	return m.Template.Name
 }
+
+// TestOCMComponentNameComesFromTheReleaseMeta: a module resolved through a
+// channel or as mandatory carries the OCM component its ModuleReleaseMeta
+// names, for the Kyma's status as the Kyma API reports it.
+func TestOCMComponentNameComesFromTheReleaseMeta(t *testing.T) {
+	g := NewWithT(t)
+	channel := releaseMeta("alpha", "regular=1.0.0")
+	channel.Spec.OcmComponentName = "kyma-project.io/module/alpha"
+	required := mandatoryMeta("keda", "2.0.0")
+	required.Spec.OcmComponentName = "kyma-project.io/module/keda"
+	plain := releaseMeta("beta", "regular=1.0.0")
+	catalog := resolve.NewCatalog(
+		[]v1beta2.ModuleTemplate{template("alpha", "1.0.0"), template("keda", "2.0.0"), template("beta", "1.0.0")},
+		metas(channel, required, plain))
+
+	got := resolve.Resolve(kyma("", nil, module("alpha", ""), module("beta", "")), catalog, nil)
+	components := map[string]string{}
+	for _, m := range got {
+		g.Expect(m.Err).NotTo(HaveOccurred())
+		components[m.Name] = m.OCMComponentName
+	}
+	g.Expect(components).To(Equal(map[string]string{
+		"alpha": "kyma-project.io/module/alpha", "keda": "kyma-project.io/module/keda", "beta": "",
+	}))
+}

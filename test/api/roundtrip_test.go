@@ -152,3 +152,51 @@ func TestKymaAPIObjectsApplyUnchanged(t *testing.T) {
 }
 
 const sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// TestKymaAPIStatusesApplyUnchanged writes a Kyma's and a Manifest's
+// status as the Kyma lifecycle-manager writes them (testdata/
+// klm-written.yaml: the Manifest as its parser builds it, localizedImages
+// included), with strict field validation, and reads back the fields this
+// API fills the same way.
+func TestKymaAPIStatusesApplyUnchanged(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	data, err := os.ReadFile("testdata/klm-written.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	strict := client.WithFieldValidation(k8sClient, metav1.FieldValidationStrict)
+	var written []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		obj.SetNamespace(ns)
+		status := obj.Object["status"]
+		g.Expect(strict.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+		obj.Object["status"] = status
+		g.Expect(strict.Status().Update(ctx, obj)).To(Succeed(), "status of %s %s", obj.GetKind(), obj.GetName())
+		written = append(written, obj)
+	}
+	g.Expect(written).To(HaveLen(2))
+
+	kyma := &v1beta2.Kyma{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "klm-kyma"}, kyma)).To(Succeed())
+	g.Expect(kyma.Status.Modules).To(HaveLen(1))
+	g.Expect(kyma.Status.Modules[0].OCMComponentName).To(Equal("kyma-project.io/module/template-operator"))
+	manifest := &v1beta2.Manifest{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "klm-kyma-template-operator-3685110897"}, manifest)).To(Succeed())
+	g.Expect(manifest.Spec.LocalizedImages).To(Equal([]string{
+		"europe-docker.pkg.dev/kyma-project/prod/template-operator:1.0.1",
+		"europe-docker.pkg.dev/kyma-project/prod/external/busybox:1.36",
+	}))
+	g.Expect(manifest.Status.Synced).To(HaveLen(2))
+}

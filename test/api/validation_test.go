@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -153,6 +154,23 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 				{Channel: "x", Version: "1.0.0"},
 			}}),
 			want: []string{"spec.channels[0].channel", "at least 3 chars long"},
+		},
+		{
+			name: "release meta OCM component name without a domain",
+			obj:  releaseMeta("r7", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample", OcmComponentName: "sample", Channels: regular}),
+			want: []string{"spec.ocmComponentName", "should match"},
+		},
+		{
+			name: "release meta OCM component name with capitals",
+			obj:  releaseMeta("r8", v1beta2.ModuleReleaseMetaSpec{ModuleName: "sample", OcmComponentName: "Kyma-Project.io/module/Sample", Channels: regular}),
+			want: []string{"spec.ocmComponentName", "should match"},
+		},
+		{
+			name: "manifest localized image too long",
+			obj: &v1beta2.Manifest{ObjectMeta: meta("m2"), Spec: v1beta2.ManifestSpec{
+				Remote: true, LocalizedImages: []string{"registry.example/" + strings.Repeat("a", 600)},
+			}},
+			want: []string{"spec.localizedImages[0]", "may not be more than 512"},
 		},
 		{
 			name: "manifest unknown customResourcePolicy",

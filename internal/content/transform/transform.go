@@ -25,6 +25,8 @@ type Options struct {
 	// Scope says whether a kind the batch does not define is namespaced;
 	// RESTMapperScope of the runtime's RESTMapper is the usual choice.
 	Scope ScopeFunc
+	// LocalizedImages replace the images of the same name (images.go).
+	LocalizedImages []string
 }
 
 // Objects changes rendered objects in place before they are applied. It
@@ -44,7 +46,12 @@ func Objects(objs []*unstructured.Unstructured, opts Options) error {
 	if defaultNamespace == "" {
 		defaultNamespace = v1beta2.DefaultRuntimeNamespace
 	}
+	localizer, err := NewLocalizer(opts.LocalizedImages)
+	if err != nil {
+		return err
+	}
 	for i, obj := range objs {
+		localizer.localize(obj)
 		setNamespace(obj, namespaced[i], defaultNamespace)
 		markOwnership(obj, opts)
 		setDebug(obj, opts.Debug)

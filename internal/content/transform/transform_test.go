@@ -23,6 +23,7 @@ func runtimeScope() transform.ScopeFunc {
 		{Group: "apps", Version: "v1", Kind: "StatefulSet"},
 		{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 		{Group: "batch", Version: "v1", Kind: "Job"},
+		{Group: "batch", Version: "v1", Kind: "CronJob"},
 	} {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}

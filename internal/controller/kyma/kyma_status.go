@@ -99,10 +99,11 @@ func manifestRef(m *v1beta2.Manifest) *v1beta2.TrackingObject {
 
 func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleStatus {
 	ms := v1beta2.ModuleStatus{
-		Name:    module.Name,
-		FQDN:    module.Name,
-		Channel: module.Channel,
-		Version: module.Version,
+		Name:             module.Name,
+		FQDN:             module.Name,
+		Channel:          module.Channel,
+		Version:          module.Version,
+		OCMComponentName: module.OCMComponentName,
 	}
 	if module.Template != nil {
 		ms.Template = &v1beta2.TrackingObject{

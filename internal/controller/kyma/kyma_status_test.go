@@ -30,7 +30,7 @@ func manifestIn(state v1beta2.State, generation int64, message string) *v1beta2.
 func TestModuleStatus(t *testing.T) {
 	managed := v1beta2.Module{Name: "m", Managed: true}
 	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{Name: "m-1.0.0"}}
-	resolved := resolve.Module{Name: "m", Channel: "regular", Version: "1.0.0", Template: template, Spec: managed}
+	resolved := resolve.Module{Name: "m", Channel: "regular", Version: "1.0.0", Template: template, Spec: managed, OCMComponentName: "kyma-project.io/module/m"}
 	deleting := manifestIn(v1beta2.StateDeleting, 1, "Waiting for 1 custom resources to be deleted by their owners: Sample kyma-system/users-own")
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 
@@ -70,6 +70,7 @@ func TestModuleStatus(t *testing.T) {
 			g.Expect(kyma.Status.Modules).To(HaveLen(1))
 			g.Expect(kyma.Status.Modules[0].State).To(Equal(tt.wantModule))
 			g.Expect(kyma.Status.Modules[0].Message).To(ContainSubstring(tt.wantMsg))
+			g.Expect(kyma.Status.Modules[0].OCMComponentName).To(Equal(tt.module.OCMComponentName))
 			g.Expect(kyma.Status.ActiveChannel).To(Equal(v1beta2.DefaultChannel))
 		})
 	}
