@@ -22,10 +22,11 @@ type history struct {
 	now time.Time
 }
 
-func newHistory(version string) *history {
+// newHistory starts a Manifest at version 1.0.0, not yet applied.
+func newHistory() *history {
 	m := &v1beta2.Manifest{}
 	m.Generation = 1
-	m.Spec.Version = version
+	m.Spec.Version = "1.0.0"
 	return &history{m: m, now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 }
 
@@ -51,7 +52,7 @@ var (
 
 func TestHistoryOfInstallUpgradeAndDriftRepair(t *testing.T) {
 	g := NewWithT(t)
-	h := newHistory("1.0.0")
+	h := newHistory()
 
 	h.step(processing, operationSeen{})
 	g.Expect(h.m.Status.Operations).To(HaveLen(1))
@@ -106,7 +107,7 @@ func TestHistoryOfInstallUpgradeAndDriftRepair(t *testing.T) {
 // a newer version supersedes ends as far as it got.
 func TestHistoryFailedAndSuperseded(t *testing.T) {
 	g := NewWithT(t)
-	h := newHistory("1.0.0")
+	h := newHistory()
 	h.step(ready, operationSeen{})
 	h.upgrade("2.0.0")
 	h.step(reconciler.Stalled(ReasonAccessRefused, "refused", errors.New("forbidden")), operationSeen{})
@@ -129,7 +130,7 @@ func TestHistoryOfRemovalAndDeletion(t *testing.T) {
 	for _, typ := range []v1beta2.OperationType{v1beta2.OperationRemoval, v1beta2.OperationDeletion} {
 		t.Run(string(typ), func(t *testing.T) {
 			g := NewWithT(t)
-			h := newHistory("1.0.0")
+			h := newHistory()
 			h.step(ready, operationSeen{})
 			h.m.DeletionTimestamp = &metav1.Time{Time: h.now}
 			h.step(reconciler.Deleting(ReasonDeletingCustomResources, "finalizing", time.Second), operationSeen{removal: typ})
@@ -150,7 +151,7 @@ func TestHistoryOfRemovalAndDeletion(t *testing.T) {
 // bounded.
 func TestHistoryExistingManifestAndBound(t *testing.T) {
 	g := NewWithT(t)
-	h := newHistory("1.0.0")
+	h := newHistory()
 	h.m.Status.State = v1beta2.StateReady
 	h.m.Status.ObservedGeneration = 1
 	g.Expect(h.step(ready, operationSeen{})).To(BeTrue(), "conditions are new")
