@@ -38,12 +38,12 @@ func (p plainRegistry) RegistryOptions(host string) ([]ociartifact.Option, error
 
 // shortDescriptor is what a template carries when it names the component
 // version but leaves its resources to the registry.
-func shortDescriptor(host, component, version string) string {
+func shortDescriptor(host, version string) string {
 	return fmt.Sprintf(`
 meta:
   schemaVersion: v2
 component:
-  name: %s
+  name: kyma-project.io/module/shop
   version: %s
   provider: kyma-project.io
   repositoryContexts:
@@ -51,7 +51,7 @@ component:
       baseUrl: http://%s
       subPath: ocm
       componentNameMapping: urlPath
-`, component, version, host)
+`, version, host)
 }
 
 func TestResourcesFromTheRegistry(t *testing.T) {
@@ -73,7 +73,7 @@ func TestResourcesFromTheRegistry(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	r := &Resolver{Registry: plainRegistry{}}
-	got, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), component, "1.0.0+build.1")))
+	got, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), "1.0.0+build.1")))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(HaveLen(1))
 	g.Expect(got[0].Name).To(Equal(v1beta2.RawManifestResourceName))
@@ -83,20 +83,20 @@ func TestResourcesFromTheRegistry(t *testing.T) {
 
 	t.Run("no such component version", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), component, "9.9.9")))
+		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), "9.9.9")))
 		g.Expect(err).To(MatchError(ContainSubstring("component version kyma-project.io/module/shop:9.9.9 is not in the registry")))
 		g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
 	})
 	t.Run("no raw manifest", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), component, "2.0.0")))
+		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), "2.0.0")))
 		g.Expect(err).To(MatchError(ContainSubstring(`has no resource "raw-manifest" (it has resources default-cr)`)))
 		g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
 	})
 	t.Run("registry not allowed", func(t *testing.T) {
 		g := NewWithT(t)
 		r := &Resolver{Registry: plainRegistry{allowed: "elsewhere.example"}}
-		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), component, "1.0.0+build.1")))
+		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), "1.0.0+build.1")))
 		g.Expect(err).To(MatchError(ContainSubstring("is not allowed")))
 		g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
 	})
@@ -104,7 +104,7 @@ func TestResourcesFromTheRegistry(t *testing.T) {
 		g := NewWithT(t)
 		reg.Stop()
 		defer func() { g.Expect(reg.Restart()).To(Succeed()) }()
-		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), component, "1.0.0+build.1")))
+		_, err := r.Resources(ctx, templateWith(g, shortDescriptor(reg.Host(), "1.0.0+build.1")))
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(errors.Is(err, ErrInvalid)).To(BeFalse(), "retried, not reported as the template's to fix")
 	})
