@@ -52,15 +52,19 @@ func (r *Resolver) Resources(ctx context.Context, template *v1beta2.ModuleTempla
 	if err != nil {
 		return nil, err
 	}
+	var opts []ociartifact.Option
+	if r.Registry != nil {
+		// A registry content may not come from is refused here, before a
+		// Manifest links it.
+		if opts, err = r.Registry.RegistryOptions(repo.Host); err != nil {
+			return nil, invalid("component %s: %v", d.Component, err)
+		}
+	}
 	if complete(d) {
 		return Contents(d, repo)
 	}
 	if r.Registry == nil {
 		return nil, fmt.Errorf("component %s: no registry access configured", d.Component)
-	}
-	opts, err := r.Registry.RegistryOptions(repo.Host)
-	if err != nil {
-		return nil, invalid("component %s: %v", d.Component, err)
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {

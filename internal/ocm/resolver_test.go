@@ -100,6 +100,13 @@ func TestResourcesFromTheRegistry(t *testing.T) {
 		g.Expect(err).To(MatchError(ContainSubstring("is not allowed")))
 		g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
 	})
+	t.Run("registry not allowed, descriptor complete", func(t *testing.T) {
+		g := NewWithT(t)
+		r := &Resolver{Registry: plainRegistry{allowed: "elsewhere.example"}}
+		_, err := r.Resources(ctx, templateWith(g, klmDescriptor))
+		g.Expect(err).To(MatchError(ContainSubstring("europe-west3-docker.pkg.dev is not allowed")))
+		g.Expect(errors.Is(err, ErrInvalid)).To(BeTrue())
+	})
 	t.Run("registry down is not the template's fault", func(t *testing.T) {
 		g := NewWithT(t)
 		reg.Stop()
