@@ -255,7 +255,7 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 			module.Err = err
 			if !errors.Is(err, ocm.ErrInvalid) {
 				writeErrs = append(writeErrs, err)
-			} // else: only a new template fixes it, and a template change requeues the Kyma
+			} // else: the template's to fix; the module's Error brings the Kyma back at the Error interval, a template change at once
 		}
 	}
 	for name, m := range existing {
