@@ -13,7 +13,7 @@ import (
 
 type file struct{ name, content string }
 
-func tarOf(t *testing.T, files ...file) []byte {
+func tarOf(t testing.TB, files ...file) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -31,7 +31,7 @@ func tarOf(t *testing.T, files ...file) []byte {
 	return buf.Bytes()
 }
 
-func gzipOf(t *testing.T, data []byte) []byte {
+func gzipOf(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -81,4 +81,20 @@ func TestUnpack(t *testing.T) {
 			g.Expect(ids(objs)).To(Equal(tt.want))
 		})
 	}
+}
+
+// Unpack takes bytes a module team chose: whatever they are, it must not
+// panic nor give more than the limit.
+func FuzzUnpack(f *testing.F) {
+	f.Add([]byte(cmA))
+	f.Add(tarOf(f, file{"a.yaml", cmA}, file{"b.txt", "x"}))
+	f.Add(gzipOf(f, tarOf(f, file{"a.yaml", cmA})))
+	f.Add([]byte{0x1f, 0x8b, 8, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const limit = 1 << 16
+		out, err := render.Unpack(data, limit)
+		if err == nil && len(out) > limit && len(out) != len(data) {
+			t.Fatalf("unpacked %d bytes past the limit %d", len(out), limit)
+		}
+	})
 }
