@@ -19,6 +19,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 )
 
 // Pipeline pins, fetches, renders and transforms module content. Its errors
@@ -26,6 +27,8 @@ import (
 type Pipeline struct {
 	fetcher *fetch.Fetcher
 	helm    *render.HelmRenderer
+	// maxUnpacked bounds a packed raw manifest once unpacked.
+	maxUnpacked int64
 }
 
 // New builds the pipeline; keychain supplies registry credentials, nil
@@ -55,7 +58,13 @@ func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
 		MaxOutputBytes: opts.RenderMaxOutputBytes,
 		MaxConcurrent:  opts.MaxConcurrentRenders,
 	})
-	return &Pipeline{fetcher: fetcher, helm: helm}, nil
+	return &Pipeline{fetcher: fetcher, helm: helm, maxUnpacked: opts.RenderMaxOutputBytes}, nil
+}
+
+// RegistryOptions are the options to read the registry at host as content
+// is read (fetch.Fetcher.RegistryOptions), for the OCM descriptor reader.
+func (p *Pipeline) RegistryOptions(host string) ([]ociartifact.Option, error) {
+	return p.fetcher.RegistryOptions(host)
 }
 
 // Pin pins a template's content link by digest, so that every runtime gets
@@ -113,7 +122,13 @@ func (p *Pipeline) render(ctx context.Context, manifest *v1beta2.Manifest, syncN
 func (p *Pipeline) renderResource(ctx context.Context, name string, data []byte, manifest *v1beta2.Manifest, syncNamespace string) ([]*unstructured.Unstructured, error) {
 	switch {
 	case strings.EqualFold(name, v1beta2.CRDsResourceName), strings.EqualFold(name, v1beta2.RawManifestResourceName):
-		return render.Raw(data)
+		// Modules published for KLM pack their manifests in a tar, often
+		// gzip-compressed; plain YAML passes through.
+		unpacked, err := render.Unpack(data, p.maxUnpacked)
+		if err != nil {
+			return nil, err
+		}
+		return render.Raw(unpacked)
 	case strings.EqualFold(name, v1beta2.HelmChartResourceName):
 		return p.helm.Render(ctx, data, render.HelmOptions{
 			ReleaseName: manifest.Spec.ModuleName,

@@ -37,6 +37,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -308,6 +309,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Client:        mgr.GetClient(),
 		Runtimes:      runtimes,
 		Pinner:        pipeline,
+		Descriptors:   &ocm.Resolver{Registry: pipeline},
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,

@@ -20,6 +20,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -33,13 +34,24 @@ type Pinner interface {
 	Pin(ctx context.Context, resource v1beta2.ContentResource) (v1beta2.ContentResource, error)
 }
 
+// Descriptors derives the content links of a ModuleTemplate written the
+// KLM way, with an OCM component descriptor and no spec.resources
+// (internal/ocm). Its errors that only a new template can fix wrap
+// ocm.ErrInvalid.
+type Descriptors interface {
+	Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error)
+}
+
 // Reconciler reconciles Kymas.
 type Reconciler struct {
 	client.Client
-	Runtimes  remote.Runtimes
-	Pinner    Pinner
-	Recorder  events.EventRecorder
-	Intervals requeue.Intervals
+	Runtimes remote.Runtimes
+	Pinner   Pinner
+	// Descriptors, when set, installs templates that carry only an OCM
+	// component descriptor; without it they install no content.
+	Descriptors Descriptors
+	Recorder    events.EventRecorder
+	Intervals   requeue.Intervals
 	// SyncNamespace is where the runtime's own Kyma lives, unless the Kyma
 	// names its own sync namespace.
 	SyncNamespace string
@@ -241,7 +253,9 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		}
 		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)], changes); err != nil {
 			module.Err = err
-			writeErrs = append(writeErrs, err)
+			if !errors.Is(err, ocm.ErrInvalid) {
+				writeErrs = append(writeErrs, err)
+			} // else: the template's to fix; the module's Error brings the Kyma back at the Error interval, a template change at once
 		}
 	}
 	for name, m := range existing {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -135,13 +136,28 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 }
 
 // pinnedResources pins the template's links by digest, reusing the existing
-// Manifest's pins when the template has not changed since.
+// Manifest's pins when the template has not changed since. A template
+// written the KLM way, with an OCM component descriptor and no
+// spec.resources, has its links derived from the descriptor first
+// (internal/ocm): digest-pinned already, to the component version's layers.
 func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest) ([]v1beta2.ContentResource, error) {
-	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision && len(existing.Spec.Resources) == len(template.Spec.Resources) {
-		return existing.Spec.Resources, nil
+	fromDescriptor := len(template.Spec.Resources) == 0 && r.Descriptors != nil && ocm.HasDescriptor(template)
+	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision {
+		if len(existing.Spec.Resources) == len(template.Spec.Resources) && !fromDescriptor ||
+			fromDescriptor && len(existing.Spec.Resources) > 0 {
+			return existing.Spec.Resources, nil
+		}
 	}
-	resources := make([]v1beta2.ContentResource, 0, len(template.Spec.Resources))
-	for _, res := range template.Spec.Resources {
+	links := template.Spec.Resources
+	if fromDescriptor {
+		derived, err := r.Descriptors.Resources(ctx, template)
+		if err != nil {
+			return nil, fmt.Errorf("ModuleTemplate %s: %w", template.Name, err)
+		}
+		links = derived
+	}
+	resources := make([]v1beta2.ContentResource, 0, len(links))
+	for _, res := range links {
 		pinned, err := r.Pinner.Pin(ctx, res)
 		if err != nil {
 			return nil, fmt.Errorf("pinning %s of ModuleTemplate %s: %w", res.Name, template.Name, err)
