@@ -2,6 +2,10 @@ package signing
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -38,7 +42,7 @@ func LoadSigner(pemBytes, password []byte) (signature.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deriving the public key: %w", err)
 	}
-	if err := cryptoutils.ValidatePubKey(pub); err != nil {
+	if err := strongEnough(pub); err != nil {
 		return nil, fmt.Errorf("the key is refused: %w", err)
 	}
 	return signer, nil
@@ -69,7 +73,7 @@ func LoadVerifier(pemBytes []byte) (signature.Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the public key: %w", err)
 	}
-	if err := cryptoutils.ValidatePubKey(pub); err != nil {
+	if err := strongEnough(pub); err != nil {
 		return nil, fmt.Errorf("the public key is refused: %w", err)
 	}
 	verifier, err := signature.LoadVerifier(pub, crypto.SHA256)
@@ -77,6 +81,28 @@ func LoadVerifier(pemBytes []byte) (signature.Verifier, error) {
 		return nil, fmt.Errorf("loading the public key: %w", err)
 	}
 	return verifier, nil
+}
+
+// strongEnough refuses what cosign would not make: RSA keys under 2048
+// bits and ECDSA keys off the NIST curves P-256, P-384 and P-521. Ed25519
+// is fine.
+func strongEnough(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if k.N.BitLen() < 2048 {
+			return fmt.Errorf("RSA key of %d bits; use ECDSA P-256 (cosign generate-key-pair) or RSA of 2048 bits or more", k.N.BitLen())
+		}
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+		default:
+			return errors.New("ECDSA key on an unsupported curve; use P-256 (cosign generate-key-pair)")
+		}
+	case ed25519.PublicKey:
+	default:
+		return fmt.Errorf("unsupported key type %T; use ECDSA P-256 (cosign generate-key-pair)", pub)
+	}
+	return nil
 }
 
 // LoadVerifierFile reads LoadVerifier's key from a file.

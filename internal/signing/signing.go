@@ -68,11 +68,12 @@ func digestOfSignatureTag(tag string) string {
 	return "sha256:" + hexPart
 }
 
-// ErrUnsigned: no signature was found for the content.
+// ErrUnsigned is the cause of a refusal when no signature was found for
+// the content.
 var ErrUnsigned = errors.New("is not signed")
 
-// ErrUntrusted: signatures were found, but none verifies with a trusted
-// key for the content's digest.
+// ErrUntrusted is the cause of a refusal when signatures were found, but
+// none verifies with a trusted key for the content's digest.
 var ErrUntrusted = errors.New("is not signed with a trusted key")
 
 // Error is a refusal of content for its signature: Err is ErrUnsigned or

@@ -49,8 +49,8 @@ func TestSignaturesAreCheckedBeforeContentIsRead(t *testing.T) {
 		t.Fatalf("unsigned content was downloaded (%d blob GETs)", n)
 	}
 
-	artifact := strings.TrimPrefix(link, "oci://")
-	artifact = artifact[:strings.Index(artifact, "@")] + ":1.0.0"
+	repo, _, _ := strings.Cut(strings.TrimPrefix(link, "oci://"), "@")
+	artifact := repo + ":1.0.0"
 	if _, err := signing.Sign(ctx, artifact, signer, ociartifact.Insecure()); err != nil {
 		t.Fatal(err)
 	}
