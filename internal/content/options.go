@@ -7,6 +7,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 // Options configure where module content comes from and how much of it the
@@ -39,6 +40,12 @@ type Options struct {
 	// Empty reads every registry anonymously. The operator turns it into
 	// the keychain it passes to New, since reading it needs its client.
 	RegistryCredentialsSecret string
+	// RequireSignatures maps registry hosts (host or host:port, as links
+	// name them; a host alone covers all its ports) to the files of the
+	// public keys (PEM, cosign.pub) that content from them must be signed
+	// with, in cosign's format. Content from other hosts needs no
+	// signature.
+	RequireSignatures map[string][]string
 }
 
 // DefaultOptions are the content defaults; flags override them.
@@ -60,6 +67,22 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			if h = strings.TrimSpace(h); h != "" {
 				o.AllowedHosts = append(o.AllowedHosts, h)
 			}
+		}
+		return nil
+	})
+	fs.Func("require-signatures", "HOST=PUBKEYFILE: content from registry HOST (host or host:port) is installed only when its OCI artifact carries a cosign signature made with the key whose PEM public key (cosign.pub) is in PUBKEYFILE; repeat the flag for more hosts, or for more keys of one host (any of them will do). Unsigned content from HOST puts its Manifest in Error (SignatureInvalid) and changes nothing installed.", func(v string) error {
+		for entry := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(entry) == "" {
+				continue
+			}
+			host, file, err := signing.ParseRequirement(entry)
+			if err != nil {
+				return err
+			}
+			if o.RequireSignatures == nil {
+				o.RequireSignatures = map[string][]string{}
+			}
+			o.RequireSignatures[host] = append(o.RequireSignatures[host], file)
 		}
 		return nil
 	})

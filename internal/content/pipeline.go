@@ -20,6 +20,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 // Pipeline pins, fetches, renders and transforms module content. Its errors
@@ -48,6 +49,13 @@ func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
 	}
 	if opts.CacheDir != "" {
 		fetchOpts = append(fetchOpts, fetch.WithDiskCache(opts.CacheDir))
+	}
+	if len(opts.RequireSignatures) > 0 {
+		policy, err := signing.LoadPolicy(opts.RequireSignatures)
+		if err != nil {
+			return nil, fmt.Errorf("--require-signatures: %w", err)
+		}
+		fetchOpts = append(fetchOpts, fetch.WithSignatures(policy))
 	}
 	fetcher, err := fetch.New(fetchOpts...)
 	if err != nil {

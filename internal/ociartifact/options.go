@@ -127,3 +127,11 @@ func readLayer(ctx context.Context, layer v1.Layer, o options) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Remote returns the go-containerregistry options that opts stand for, so
+// that other packages that talk to registries (signing) reach them exactly
+// as FetchLayer does: same transport, credentials and plain-HTTP hosts.
+func Remote(ctx context.Context, opts ...Option) ([]name.Option, []remote.Option) {
+	o := newOptions(opts)
+	return o.nameOptions, o.remoteOptions(ctx)
+}

@@ -11,6 +11,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sigstore/sigstore/pkg/signature"
+
 	"github.com/runtime-fleet/lifecycle-manager/internal/access"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -39,6 +41,10 @@ var env struct {
 	kcpClient client.Client
 	registry  *testregistry.Registry
 	runtimes  chan *runtimeHandle
+	// signedRegistry is a registry the operator requires signatures for,
+	// made with signingKey (signatures_test.go); env.registry requires none.
+	signedRegistry *testregistry.Registry
+	signingKey     signature.Signer
 }
 
 func TestMain(m *testing.M) {
@@ -72,6 +78,11 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	opts.Content.InsecureRegistries = []string{env.registry.Host(), "127.0.0.1"}
 	opts.Content.AllowedHosts = []string{"127.0.0.1"}
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
+	signed, err := requireSignatures(e)
+	if err != nil {
+		return operator.Options{}, err
+	}
+	opts.Content.RequireSignatures = signed
 	opts.KymaSelector = excludedLabel + "!=true"
 	opts.PauseSelector = pausedGroupLabel + "=yes"
 	// Tokens of control-plane modules are renewed every few seconds, so

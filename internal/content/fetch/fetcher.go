@@ -12,6 +12,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 // Fetcher reads module content by pinned link, through its caches. One
@@ -77,6 +78,9 @@ func (f *Fetcher) Fetch(ctx context.Context, rawLink string) ([]byte, error) {
 	}
 	if l.digest == "" {
 		return nil, fmt.Errorf("link %q is not pinned by digest (oci://…@sha256:… or #sha256=…); links are pinned when the Manifest is made", l)
+	}
+	if err := f.verifySignature(ctx, l); err != nil {
+		return nil, err
 	}
 	if data, ok := f.cached(ctx, l.digest); ok {
 		return bytes.Clone(data), nil
@@ -193,6 +197,27 @@ func (f *Fetcher) download(ctx context.Context, l link) ([]byte, error) {
 		return data, withCredentialsHint(err)
 	}
 	return f.getHTTP(ctx, l)
+}
+
+// verifySignature checks the signature of content from a host that
+// requires one, before the content is downloaded or taken from the cache.
+func (f *Fetcher) verifySignature(ctx context.Context, l link) error {
+	if !f.cfg.signatures.Requires(l.host) {
+		return nil
+	}
+	if !l.oci {
+		return &signing.Error{Repository: l.host, Digest: l.digest, Err: signing.ErrUnsigned,
+			Detail: "the host requires signed content, and an http(s) link cannot carry a signature: publish the content as a signed OCI artifact"}
+	}
+	opts := f.ociOptions(l.host)
+	nameOpts, _ := ociartifact.Remote(ctx, opts...)
+	layer, err := ociartifact.ParseLink(l.raw, nameOpts...)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.timeout)
+	defer cancel()
+	return withCredentialsHint(f.cfg.signatures.VerifyLayer(ctx, l.host, layer, opts...))
 }
 
 func (f *Fetcher) ociOptions(host string) []ociartifact.Option {

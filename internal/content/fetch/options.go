@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 // DefaultMemoryCacheSize bounds the in-memory cache unless
@@ -43,6 +45,7 @@ type config struct {
 	maxBytes        int64
 	inFlightBytes   int64
 	allowedHosts    []string
+	signatures      *signing.Policy
 }
 
 func newConfig(opts []Option) config {
@@ -141,4 +144,13 @@ func WithAllowedHosts(hosts ...string) Option {
 			}
 		}
 	}
+}
+
+// WithSignatures refuses content from the hosts the policy names unless it
+// is a layer of an OCI artifact signed with one of the host's keys
+// (cosign's format, internal/signing). http(s) links to such a host are
+// refused: they cannot carry a signature. A layer is verified once; its
+// later fetches, from the cache or not, cost nothing more.
+func WithSignatures(p *signing.Policy) Option {
+	return func(c *config) { c.signatures = p }
 }

@@ -147,8 +147,12 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	}
 	objects, err := r.Renderer.Render(ctx, manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
-		// Content that cannot be fetched or rendered never leads to
-		// pruning: what is installed stays installed.
+		// Content that cannot be fetched or rendered, or whose signature
+		// is refused, never leads to pruning: what is installed stays
+		// installed.
+		if o, ok := signatureInvalid(err, r.Intervals); ok {
+			return o
+		}
 		return contentFailed(err)
 	}
 	r.verified.Forget(manifest.UID)

@@ -21,6 +21,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 // Reasons of the Manifest's Ready (and Stalled) condition. Stable:
@@ -41,6 +42,10 @@ const (
 	// ReasonContentFailed: the content cannot be fetched or rendered;
 	// nothing was applied or pruned.
 	ReasonContentFailed = "ContentFailed"
+	// ReasonSignatureInvalid: the content comes from a registry that
+	// requires signatures (--require-signatures) and is unsigned, or signed
+	// with no trusted key; nothing was applied or pruned.
+	ReasonSignatureInvalid = "SignatureInvalid"
 	// ReasonOwnershipConflict: the content names objects that exist and are
 	// not the module's; nothing was applied.
 	ReasonOwnershipConflict = "OwnershipConflict"
@@ -144,6 +149,31 @@ func contentFailed(err error) reconciler.Outcome {
 	return reconciler.Retry(ReasonContentFailed, fmt.Sprintf(
 		"The module's content cannot be fetched or rendered: %s. What is installed stays installed; publish fixed content or fix the template's link. The Manifest's events give the error",
 		contentCause(err)), err)
+}
+
+// signatureInvalid is terminal for this content: only a signature pushed
+// to the registry, or another link, fixes it, and neither is watched, so
+// the Manifest looks again at the Error interval (without backoff). ok is
+// false when err is no signature refusal.
+func signatureInvalid(err error, intervals requeue.Intervals) (o reconciler.Outcome, ok bool) {
+	var sigErr *signing.Error
+	if !errors.As(err, &sigErr) {
+		return reconciler.Outcome{}, false
+	}
+	problem := "has no signature"
+	if errors.Is(sigErr, signing.ErrUntrusted) {
+		problem = "is signed, but with no key the operator trusts for its registry"
+	}
+	part := "content"
+	var partErr *content.PartError
+	if errors.As(err, &partErr) {
+		part = partErr.Part
+	}
+	o = reconciler.Stalled(ReasonSignatureInvalid, fmt.Sprintf(
+		"The module's %s from %s %s, and the operator requires signed content from this registry (--require-signatures). Sign the module's OCI artifact with a trusted key (lmctl module sign REF --key FILE, or cosign sign --key), or have the SRE add its public key. Nothing was applied or pruned; what is installed stays installed",
+		part, sigErr.Repository, problem), err)
+	o.After = intervals.After(v1beta2.StateError)
+	return o, true
 }
 
 // contentCause is a stable description of why content failed, for the

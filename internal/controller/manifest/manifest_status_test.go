@@ -18,10 +18,12 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 var testIntervals = requeue.Intervals{Ready: time.Minute, Processing: 2 * time.Second, Error: 30 * time.Second, Warning: 20 * time.Second}
@@ -242,6 +244,48 @@ func TestNamespaceUse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			NewWithT(t).Expect(namespaceUse(&self, tt.others, "shared")).To(Equal(tt.want))
+		})
+	}
+}
+
+// TestSignatureInvalid checks the outcome of content refused for its
+// signature: Stalled (no backoff, looked at again at the Error interval),
+// reason SignatureInvalid, a stable message that names the part and the
+// repository and says what to do; other content errors are not it.
+func TestSignatureInvalid(t *testing.T) {
+	refusal := func(kind error, digest string) error {
+		return &content.PartError{Stage: content.StageFetch, Part: "rawManifest", Err: &signing.Error{
+			Repository: "registry.example.com/modules/x", Digest: digest, Err: kind, Detail: "detail " + digest,
+		}}
+	}
+	tests := []struct {
+		name    string
+		err     error
+		want    string
+		wantNot bool
+	}{
+		{"unsigned", refusal(signing.ErrUnsigned, "sha256:1"), "rawManifest from registry.example.com/modules/x has no signature", false},
+		{"other key", refusal(signing.ErrUntrusted, "sha256:1"), "is signed, but with no key the operator trusts", false},
+		{"a registry error", fmt.Errorf("listing tags: %w", &ociartifact.RegistryError{StatusCode: 500}), "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o, ok := signatureInvalid(tt.err, testIntervals)
+			if tt.wantNot {
+				g.Expect(ok).To(BeFalse())
+				return
+			}
+			g.Expect(ok).To(BeTrue())
+			g.Expect(o.Kind).To(Equal(reconciler.KindStalled))
+			g.Expect(o.Reason).To(Equal(ReasonSignatureInvalid))
+			g.Expect(o.After).To(Equal(testIntervals.Error))
+			g.Expect(o.Message).To(ContainSubstring(tt.want))
+			g.Expect(o.Message).To(ContainSubstring("lmctl module sign"))
+			g.Expect(o.Message).To(ContainSubstring("what is installed stays installed"))
+			g.Expect(o.Message).NotTo(ContainSubstring("sha256:1"), "no digest or detail: the message is stable")
+			again, _ := signatureInvalid(refusal(errors.Unwrap(errors.Unwrap(tt.err)), "sha256:2"), testIntervals)
+			g.Expect(again.Message).To(Equal(o.Message))
 		})
 	}
 }
