@@ -44,7 +44,7 @@ func NewCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand())
+	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand(), newModuleCommand())
 	return root
 }
 
