@@ -135,6 +135,7 @@ func TestBuildAndPush(t *testing.T) {
 	docs := strings.Split(string(text), "\n---\n")
 	g.Expect(docs).To(HaveLen(2))
 	g.Expect(string(text)).NotTo(ContainSubstring("creationTimestamp"))
+	g.Expect(string(text)).NotTo(ContainSubstring("null"), "the API server refuses null for spec fields")
 	var back v1beta2.ModuleTemplate
 	g.Expect(yaml.UnmarshalStrict([]byte(docs[0]), &back)).To(Succeed())
 	g.Expect(back.Spec.Resources).To(Equal(tmpl.Spec.Resources))

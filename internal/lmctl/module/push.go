@@ -118,7 +118,7 @@ func ReleaseMeta(cfg *Config, namespace string) *v1beta2.ModuleReleaseMeta {
 
 // YAML writes the objects as one multi-document YAML stream, ready for
 // kubectl apply -f: without the empty creationTimestamp that would mark
-// them as read from a cluster.
+// them as read from a cluster, and without null fields in spec.
 func YAML(objs ...any) ([]byte, error) {
 	var b bytes.Buffer
 	for i, o := range objs {
@@ -134,6 +134,13 @@ func YAML(objs ...any) ([]byte, error) {
 			delete(meta, "creationTimestamp")
 		}
 		delete(m, "status")
+		if spec, ok := m["spec"].(map[string]any); ok {
+			for k, v := range spec {
+				if v == nil { // e.g. an empty spec.descriptor, which the API server refuses as null
+					delete(spec, k)
+				}
+			}
+		}
 		if data, err = yaml.Marshal(m); err != nil {
 			return nil, err
 		}
