@@ -7,15 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
@@ -46,7 +45,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	done := make(chan error, 1)
-	go func() { done <- templateoperator.Run(ctx, cp.Config(), templateoperator.RunOptions{CRDPoll: 100 * time.Millisecond}) }()
+	go func() {
+		done <- templateoperator.Run(ctx, cp.Config(), templateoperator.RunOptions{CRDPoll: 100 * time.Millisecond})
+	}()
 	code := m.Run()
 	cancel()
 	if err := <-done; err != nil {

@@ -25,13 +25,13 @@ const ConditionReady = "Ready"
 
 // Reasons of the Ready condition.
 const (
-	ReasonInstalled     = "Installed"
-	ReasonProgressing   = "Progressing"
-	ReasonRenderFailed  = "RenderFailed"
-	ReasonApplyFailed   = "ApplyFailed"
-	ReasonObjectFailed  = "ObjectFailed"
-	ReasonDeleting      = "Deleting"
-	ReasonDeleteFailed  = "DeleteFailed"
+	ReasonInstalled    = "Installed"
+	ReasonProgressing  = "Progressing"
+	ReasonRenderFailed = "RenderFailed"
+	ReasonApplyFailed  = "ApplyFailed"
+	ReasonObjectFailed = "ObjectFailed"
+	ReasonDeleting     = "Deleting"
+	ReasonDeleteFailed = "DeleteFailed"
 )
 
 // Status is what one reconcile reports: the state, and the Ready condition's

@@ -145,4 +145,3 @@ func register(t *testing.T, name string, modules ...string) {
 	}
 	t.Cleanup(func() { _ = env.e.Client.Delete(ctx, secret) })
 }
-
