@@ -3,12 +3,15 @@ package modulekit
 import (
 	"bytes"
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +67,8 @@ func kubectlApply(t *testing.T, text string) []*unstructured.Unstructured {
 
 // The module team's journey: build, push, apply what push printed, and a
 // runtime that lists the module gets it Ready; the template operator has
-// reconciled the default CR. Deleting the Kyma removes it all again.
+// reconciled the default CR. The next version goes to the fast channel and
+// the runtime, moved to fast, upgrades. Deleting the Kyma removes it all.
 func TestBuildPushApplyReady(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -111,14 +115,64 @@ func TestBuildPushApplyReady(t *testing.T) {
 	g.Expect(rt.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: "default-greeting"}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello"))
 
+	// The next version, offered on the fast channel first: build and push
+	// it, apply only its template, add the channel to the release meta by
+	// hand, and move the runtime's module to fast.
+	next := copyModule(t, strings.NewReplacer("version: 1.0.0", "version: 1.1.0", "template-operator:1.0.0", "template-operator:1.1.0"))
+	lmctlRun(t, "module", "build", "-f", filepath.Join(next, "module.yaml"))
+	printed = lmctlRun(t, "module", "push", "-f", filepath.Join(next, "module.yaml"),
+		"--registry", env.registry.Host()+"/modules", "--insecure", "-n", kcpNamespace)
+	kubectlApply(t, strings.Split(printed, "\n---\n")[0])
+	meta := &v1beta2.ModuleReleaseMeta{}
+	g.Expect(env.e.Client.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: templateoperator.Name}, meta)).To(Succeed())
+	meta.Spec.Channels = append(meta.Spec.Channels, v1beta2.ChannelVersionAssignment{Channel: "fast", Version: "1.1.0"})
+	g.Expect(env.e.Client.Update(ctx, meta)).To(Succeed())
+	kyma := &v1beta2.Kyma{}
+	g.Expect(env.e.Client.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: "runtime-kit"}, kyma)).To(Succeed())
+	kyma.Spec.Modules[0].Channel = "fast"
+	g.Expect(env.e.Client.Update(ctx, kyma)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.e.Client.Get(ctx, client.ObjectKeyFromObject(kyma), kyma)).To(Succeed())
+		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady), testenv.DescribeKyma(kyma))
+		g.Expect(kyma.Status.Modules).To(ContainElement(And(
+			HaveField("Name", templateoperator.Name), HaveField("Version", "1.1.0"), HaveField("State", v1beta2.StateReady))))
+		manager := &appsv1.Deployment{}
+		g.Expect(rt.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: "template-operator-manager"}, manager)).To(Succeed())
+		g.Expect(manager.Spec.Template.Spec.Containers[0].Image).To(HaveSuffix(":1.1.0"))
+	}, timeout, interval).Should(Succeed())
+
 	// Removal: the default CR goes first, the template operator takes its
 	// ConfigMap and lets go, then the rest of the module.
-	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: kcpNamespace, Name: "runtime-kit"}}
 	g.Expect(env.e.Client.Delete(ctx, kyma)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.e.Client.Get(ctx, client.ObjectKeyFromObject(kyma), kyma))
 	}, timeout, interval).Should(BeTrue(), "the Kyma is removed with its module")
 	g.Expect(apierrors.IsNotFound(rt.Get(ctx, client.ObjectKeyFromObject(cm), cm))).To(BeTrue(), "the template operator removed its ConfigMap")
+}
+
+// copyModule writes the template operator's files into a new directory,
+// changed by r, as a module team edits its repository.
+func copyModule(t *testing.T, r *strings.Replacer) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := fs.WalkDir(templateoperator.Files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := fs.ReadFile(templateoperator.Files, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, []byte(r.Replace(string(data))), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // register registers the runtime as a provisioner does: its kubeconfig in
