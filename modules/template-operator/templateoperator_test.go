@@ -128,6 +128,8 @@ func TestSampleLifecycle(t *testing.T) {
 	g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello"))
 	g.Expect(cm.Labels).To(HaveKeyWithValue(declarative.OwnerLabel, "lifecycle.default"))
 	g.Expect(cm.OwnerReferences).To(HaveLen(1))
+	inventory, _, _ := unstructured.NestedSlice(sample.Object, "status", "inventory")
+	g.Expect(inventory).To(ConsistOf(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "lifecycle", "name": "default-greeting"}))
 
 	g.Expect(unstructured.SetNestedField(sample.Object, "bonjour", "spec", "greeting")).To(Succeed())
 	g.Expect(c.Update(ctx, sample)).To(Succeed())
@@ -166,4 +168,39 @@ func TestDriftIsCorrected(t *testing.T) {
 		g.Expect(c.Get(ctx, key, cm)).To(Succeed())
 		return cm.Data["greeting"]
 	}, 30*time.Second, 100*time.Millisecond).Should(Equal("hello"))
+}
+
+// An object in the inventory that the manifests no longer have is pruned
+// if it is still the Sample's (its owner label), and left alone if not.
+func TestPruneByInventory(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	newNamespace(t, "prune")
+	sample := newSample("prune", "default")
+	g.Expect(c.Create(ctx, sample)).To(Succeed())
+	g.Eventually(func(g Gomega) string { return stateOf(g, sample) }, 30*time.Second, 100*time.Millisecond).Should(Equal("Ready"))
+
+	ours := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prune", Name: "dropped", Labels: map[string]string{declarative.OwnerLabel: "prune.default"}}}
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "prune", Name: "foreign"}}
+	g.Expect(c.Create(ctx, ours)).To(Succeed())
+	g.Expect(c.Create(ctx, foreign)).To(Succeed())
+	before := sample.DeepCopy()
+	inventory, _, _ := unstructured.NestedSlice(sample.Object, "status", "inventory")
+	for _, name := range []string{"dropped", "foreign"} {
+		inventory = append(inventory, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "prune", "name": name})
+	}
+	g.Expect(unstructured.SetNestedSlice(sample.Object, inventory, "status", "inventory")).To(Succeed())
+	g.Expect(c.Status().Patch(ctx, sample, client.MergeFrom(before))).To(Succeed())
+	sample.SetLabels(map[string]string{"touch": "1"})
+	g.Expect(c.Update(ctx, sample)).To(Succeed())
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(ours), ours))
+	}, 30*time.Second, 100*time.Millisecond).Should(BeTrue(), "the Sample's own object is pruned")
+	g.Eventually(func(g Gomega) []any {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(sample), sample)).To(Succeed())
+		inventory, _, _ := unstructured.NestedSlice(sample.Object, "status", "inventory")
+		return inventory
+	}, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign)).To(Succeed(), "an object without the owner label is left alone")
 }

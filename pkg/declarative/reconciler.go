@@ -23,7 +23,8 @@ import (
 type Render func(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error)
 
 // Reconciler reconciles the module resources of one kind: render, apply,
-// report. Objects are applied under FieldManager with server-side apply,
+// prune what the last apply had and this one has not (status.inventory,
+// guarded by OwnerLabel), report. Objects are applied under FieldManager with server-side apply,
 // carry OwnerLabel, and, when they live in the resource's namespace, an
 // owner reference to it (so that the garbage collector removes them should
 // the finalizer be taken off by hand).
@@ -112,7 +113,28 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructur
 				ctrl.Result{}, fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
+	current := refsOf(objects)
+	var kept []Ref
+	var pruneErr error
+	for _, ref := range stale(inventoryOf(obj), current) {
+		gone, err := deleteOwned(ctx, r.Client, ref, ownerOf(obj))
+		if err != nil && pruneErr == nil {
+			pruneErr = err
+		}
+		if err != nil || !gone {
+			kept = append(kept, ref) // looked at again on the next reconcile
+		}
+	}
+	inventory := union(current, kept)
+	if pruneErr != nil {
+		return Status{State: StateError, Reason: ReasonPruneFailed, Message: "Removing objects the manifests no longer have failed", Inventory: inventory},
+			ctrl.Result{}, pruneErr
+	}
 	s := statusOf(objects)
+	s.Inventory = inventory
+	if len(kept) > 0 && s.State == StateReady {
+		s = Status{State: StateProcessing, Reason: ReasonProgressing, Message: fmt.Sprintf("Waiting for %d removed objects to go", len(kept)), Inventory: inventory}
+	}
 	switch s.State {
 	case StateReady:
 		return s, ctrl.Result{RequeueAfter: orDefault(r.RequeueReady, 10*time.Minute)}, nil
@@ -123,28 +145,26 @@ func (r *Reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructur
 	}
 }
 
-// delete removes the rendered objects and then the finalizer. A resource
-// whose spec no longer renders has its objects left to the garbage
-// collector (owner references) and lets go at once.
+// delete removes the resource's objects (its inventory, and what its spec
+// renders to) that still carry its owner label, then the finalizer.
 func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured) (Status, ctrl.Result, error) {
-	objects, err := r.render(obj)
-	if err != nil {
-		objects = nil
+	refs := inventoryOf(obj)
+	if objects, err := r.render(obj); err == nil {
+		refs = union(refs, refsOf(objects))
 	}
-	remaining := 0
-	for _, o := range objects {
-		err := r.Client.Delete(ctx, o)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return Status{State: StateError, Reason: ReasonDeleteFailed, Message: fmt.Sprintf("Deleting %s %s failed", o.GetKind(), o.GetName())},
-				ctrl.Result{}, fmt.Errorf("deleting %s %s: %w", o.GetKind(), o.GetName(), err)
-		default:
-			remaining++
+	remaining := []Ref{}
+	for _, ref := range refs {
+		gone, err := deleteOwned(ctx, r.Client, ref, ownerOf(obj))
+		if err != nil {
+			return Status{State: StateError, Reason: ReasonDeleteFailed, Message: "Deleting " + ref.String() + " failed", Inventory: union(remaining, refs)},
+				ctrl.Result{}, err
+		}
+		if !gone {
+			remaining = append(remaining, ref)
 		}
 	}
-	if remaining > 0 {
-		return Status{State: StateDeleting, Reason: ReasonDeleting, Message: fmt.Sprintf("Deleting %d objects", remaining)},
+	if len(remaining) > 0 {
+		return Status{State: StateDeleting, Reason: ReasonDeleting, Message: fmt.Sprintf("Deleting %d objects", len(remaining)), Inventory: remaining},
 			ctrl.Result{RequeueAfter: orDefault(r.RequeueProcessing, 2*time.Second)}, nil
 	}
 	patch := client.MergeFromWithOptions(obj.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -155,16 +175,21 @@ func (r *Reconciler) delete(ctx context.Context, obj *unstructured.Unstructured)
 	return Status{}, ctrl.Result{}, nil
 }
 
+// ownerOf is the OwnerLabel value of obj's objects.
+func ownerOf(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "." + obj.GetName()
+}
+
 // render calls Render and puts the owner's marks on what it returns.
 func (r *Reconciler) render(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	objects, err := r.Render(obj)
 	if err != nil {
 		return nil, err
 	}
-	owner := obj.GetName()
-	if obj.GetNamespace() != "" {
-		owner = obj.GetNamespace() + "." + owner
-	}
+	owner := ownerOf(obj)
 	for _, o := range objects {
 		labels := o.GetLabels()
 		if labels == nil {

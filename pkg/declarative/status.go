@@ -32,6 +32,7 @@ const (
 	ReasonObjectFailed = "ObjectFailed"
 	ReasonDeleting     = "Deleting"
 	ReasonDeleteFailed = "DeleteFailed"
+	ReasonPruneFailed  = "PruneFailed"
 )
 
 // Status is what one reconcile reports: the state, and the Ready condition's
@@ -40,6 +41,9 @@ type Status struct {
 	State   State
 	Reason  string
 	Message string
+	// Inventory is what the resource's objects are now; nil leaves the
+	// recorded one as it is (a render that failed prunes nothing).
+	Inventory []Ref
 }
 
 // statusOf says how the applied objects are, from their kstatus results: Ready
@@ -79,6 +83,11 @@ func joinAtMost(names []string, n int) string {
 func setStatus(obj *unstructured.Unstructured, s Status, now metav1.Time) error {
 	if err := unstructured.SetNestedField(obj.Object, string(s.State), "status", "state"); err != nil {
 		return err
+	}
+	if s.Inventory != nil {
+		if err := unstructured.SetNestedSlice(obj.Object, inventoryValue(s.Inventory), "status", "inventory"); err != nil {
+			return err
+		}
 	}
 	condStatus := metav1.ConditionFalse
 	if s.State == StateReady {
