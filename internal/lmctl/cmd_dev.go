@@ -47,7 +47,7 @@ inside a runtime on its periodic reconcile (every 15s here).`,
 	f := cmd.Flags()
 	f.IntVar(&opts.Runtimes, "runtimes", opts.Runtimes, "Number of local runtimes (0 when --runtime-kubeconfig is given, unless set).")
 	f.StringArrayVar(&opts.RuntimeKubeconfigs, "runtime-kubeconfig", nil, "Attach an existing cluster as a runtime (repeatable); its current context is used.")
-	f.StringSliceVar(&opts.Modules, "modules", nil, "Modules in every Kyma (default sample,chart; evolving for attached clusters).")
+	f.StringSliceVar(&opts.Modules, "modules", nil, "Modules in every Kyma (default sample,chart,template-operator; evolving for attached clusters).")
 	f.StringVar(&opts.Dir, "dir", "", "State directory: kubeconfigs, operator log, links to cluster logs (default: .dev in the checkout).")
 	f.BoolVar(&opts.Keep, "keep", false, "Keep the state directory and the clusters' data after exit.")
 	f.BoolVar(&opts.ExitWhenReady, "exit-when-ready", false, "Exit 0 once every module of every runtime is Ready; exit non-zero with the reason if not within --timeout.")

@@ -14,17 +14,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
-// newModuleCommand groups the module team's commands. `build`, `push` and
-// `init` join it; push's --sign calls signing.Sign as `sign` does.
-func newModuleCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "module",
-		Short: "Work with a module's OCI artifact: sign it, check its signature",
-	}
-	cmd.AddCommand(newModuleSignCommand(), newModuleVerifyCommand())
-	return cmd
-}
-
 // registryFlags reach a registry as a module team's tools do: credentials
 // from the docker config (docker login), plain HTTP for listed hosts.
 type registryFlags struct {

@@ -167,15 +167,15 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 		g.Expect(rt.Modules).To(HaveLen(len(dev.DefaultModules)))
 		for _, m := range rt.Modules {
 			g.Expect(m.State).To(Equal(v1beta2.StateReady), "%s/%s: %s", rt.Name, m.Name, m.Message)
-			g.Expect(m.Version).To(Equal("1.0.0"))
+			g.Expect(m.Version).To(Equal("1.0.0"), "%s/%s", rt.Name, m.Name)
 		}
 	}
 
 	// The table says the same to a person.
 	stdout, stderr, code = lmctl(t, time.Minute, "status", "--kubeconfig", env.KCPKubeconfig)
 	g.Expect(code).To(BeZero(), stderr)
-	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-0\s+\S+\s+Ready\s+2/2\s`))
-	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-1\s+\S+\s+Ready\s+2/2\s`))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-0\s+\S+\s+Ready\s+3/3\s`))
+	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-1\s+\S+\s+Ready\s+3/3\s`))
 
 	// The catalog has every bundled module and evolving's second channel.
 	stdout, stderr, code = lmctl(t, time.Minute, "modules", "-o", "json", "--kubeconfig", env.KCPKubeconfig)
@@ -189,7 +189,7 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 			g.Expect(m.Channels).To(ContainElement(catalog.Channel{Channel: "fast", Version: "2.0.0", Template: "evolving-2.0.0"}))
 		}
 	}
-	g.Expect(names).To(Equal([]string{"chart", "evolving", "sample"}))
+	g.Expect(names).To(Equal([]string{"chart", "evolving", "sample", "template-operator"}))
 
 	// What the tour suggests first: add a module to runtime-0's Kyma (the
 	// same JSON patch it prints for kubectl) and watch it install.
@@ -345,7 +345,7 @@ func TestDevExitWhenReady(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	stdout, stderr, code := lmctl(t, readyTimeout+time.Minute, "dev", "--exit-when-ready", "--dir", stateDir, "--timeout", readyTimeout.String())
 	g.Expect(code).To(BeZero(), "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	g.Expect(stdout).To(ContainSubstring("All Ready: 2 runtimes, 4/4 modules"))
+	g.Expect(stdout).To(ContainSubstring("All Ready: 2 runtimes, 6/6 modules"))
 	// Not a terminal: one plain line per change, no escape sequences.
 	g.Expect(stdout).To(MatchRegexp(`(?m)^\s+\S+s\s+runtime-1\s+sample\s+Ready\s+1\.0\.0$`))
 	g.Expect(stdout).NotTo(ContainSubstring("\x1b["))

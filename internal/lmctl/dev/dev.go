@@ -32,6 +32,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
+	templateoperator "github.com/runtime-fleet/lifecycle-manager/modules/template-operator"
 )
 
 // Namespace is the control-plane namespace of the session: the operator's
@@ -40,7 +41,9 @@ const Namespace = "kcp-system"
 
 // DefaultModules go into every local runtime's Kyma. evolving is left out
 // on purpose: adding it by hand is the first thing the summary suggests.
-var DefaultModules = []string{samplemodules.Sample, samplemodules.Chart}
+// template-operator is the module developer kit's template operator,
+// packaged by `lmctl module`'s code, its manager running in-process.
+var DefaultModules = []string{samplemodules.Sample, samplemodules.Chart, templateoperator.Name}
 
 // attachedDefaultModules go into attached clusters' Kymas: the sample and
 // chart modules run placeholder images that only a kwok node "runs", so a
@@ -328,7 +331,7 @@ func prepareControlPlane(ctx context.Context, cl *clusters) (client.Client, erro
 }
 
 // startRuntime starts what runs beside one runtime (the sample module's
-// stand-in operator until sampleCtx ends, the runtime-watcher of a local
+// stand-in operator and the template operator until sampleCtx ends, the runtime-watcher of a local
 // runtime) and registers it with a Kyma.
 func startRuntime(ctx, sampleCtx context.Context, kcp client.Client, rt *runtimeTarget, modules []string, watchers *runtimeWatchers) error {
 	// It polls: quickly on a local runtime, gently on someone's cluster.
@@ -337,6 +340,13 @@ func startRuntime(ctx, sampleCtx context.Context, kcp client.Client, rt *runtime
 		interval = time.Second
 	}
 	go func() { _ = samplemodules.RunSampleOperator(sampleCtx, rt.config, interval) }()
+	if !rt.Attached || slices.Contains(modules, templateoperator.Name) {
+		// The template operator's manager, as its Deployment would run it;
+		// it waits for its CRD, which the module installs.
+		go func() {
+			_ = templateoperator.Run(sampleCtx, rt.config, templateoperator.RunOptions{CRDPoll: interval})
+		}()
+	}
 	if err := watchers.start(rt); err != nil {
 		return fmt.Errorf("starting the runtime-watcher for %s: %w", rt.Name, err)
 	}

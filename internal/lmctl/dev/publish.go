@@ -6,8 +6,11 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/module"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	templateoperator "github.com/runtime-fleet/lifecycle-manager/modules/template-operator"
 )
 
 // sampleChannels are the channels of the bundled modules in the dev
@@ -39,6 +42,12 @@ func publishCatalog(ctx context.Context, c client.Client, host, namespace string
 	for module, channels := range sampleChannels {
 		metas = append(metas, samplemodules.ReleaseMeta(namespace, module, channels))
 	}
+	tmpl, meta, err := publishTemplateOperator(ctx, host, namespace)
+	if err != nil {
+		return err
+	}
+	templates = append(templates, tmpl)
+	metas = append(metas, meta)
 	if broken {
 		content := ociartifact.Module{RawManifest: brokenManifest}
 		artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:1.0.0", host, BrokenModule), content.Layers(), ociartifact.Insecure())
@@ -59,4 +68,27 @@ func publishCatalog(ctx context.Context, c client.Client, host, namespace string
 		}
 	}
 	return nil
+}
+
+// publishTemplateOperator packages the template operator from its module.yaml
+// the way `lmctl module build` and `push` do, and returns what push prints:
+// its ModuleTemplate and ModuleReleaseMeta.
+func publishTemplateOperator(ctx context.Context, host, namespace string) (*v1beta2.ModuleTemplate, *v1beta2.ModuleReleaseMeta, error) {
+	cfg, err := module.LoadConfig(templateoperator.Files, module.ConfigFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	content, err := module.Build(templateoperator.Files, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building module %s: %w", cfg.Name, err)
+	}
+	img, err := ociartifact.NewImage(content.Layers())
+	if err != nil {
+		return nil, nil, err
+	}
+	published, err := module.Push(ctx, img, cfg, host+"/modules", namespace, ociartifact.Insecure())
+	if err != nil {
+		return nil, nil, fmt.Errorf("pushing module %s to %s: %w", cfg.Name, host, err)
+	}
+	return published.Template, published.ReleaseMeta, nil
 }
