@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/module"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
 func newModuleCommand() *cobra.Command {
@@ -124,14 +126,17 @@ func newModulePushCommand() *cobra.Command {
 		namespace string
 		insecure  bool
 		output    string
+		signKey   string
 	)
 	cmd := &cobra.Command{
-		Use:   "push --registry HOST[/PATH]",
+		Use:   "push --registry HOST[/PATH] [--sign KEYFILE]",
 		Short: "Push the built module and print its ModuleTemplate and ModuleReleaseMeta",
 		Long: `Push sends the artifact lmctl module build wrote to <registry>/<name>:<version>,
 authenticating as docker and crane do (~/.docker/config.json, credential helpers), and
 prints a ModuleTemplate whose links are pinned by digest and a ModuleReleaseMeta that puts
-the version on module.yaml's channel, ready for kubectl apply in the control plane.`,
+the version on module.yaml's channel, ready for kubectl apply in the control plane.
+With --sign, the pushed artifact is signed as lmctl module sign does (cosign's
+format), for registries the operator requires signatures of (docs/security.md).`,
 		Example: `  lmctl module push --registry registry.example.com/modules > publish.yaml
   kubectl apply -f publish.yaml`,
 		Args: cobra.NoArgs,
@@ -148,9 +153,24 @@ the version on module.yaml's channel, ready for kubectl apply in the control pla
 			if insecure {
 				opts = append(opts, ociartifact.Insecure())
 			}
+			// The key is read before the push: a wrong key file pushes
+			// nothing unsigned.
+			var signer signature.Signer
+			if signKey != "" {
+				if signer, err = signing.LoadSignerFile(signKey); err != nil {
+					return err
+				}
+			}
 			published, err := module.Push(cmd.Context(), img, cfg, registry, namespace, opts...)
 			if err != nil {
 				return err
+			}
+			if signer != nil {
+				signed, err := signing.Sign(cmd.Context(), published.Artifact.Ref, signer, opts...)
+				if err != nil {
+					return fmt.Errorf("pushed %s, but signing it failed (sign it with lmctl module sign): %w", published.Artifact.Ref, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Signed %s (signature %s)\n", signed.Artifact, signed.Signature)
 			}
 			text, err := module.YAML(published.Template, published.ReleaseMeta)
 			if err != nil {
@@ -170,6 +190,7 @@ the version on module.yaml's channel, ready for kubectl apply in the control pla
 	f.StringVarP(&namespace, "namespace", "n", "kcp-system", "The control plane's namespace of the printed objects.")
 	f.BoolVar(&insecure, "insecure", false, "Reach the registry over plain HTTP.")
 	f.StringVarP(&output, "output", "o", "", "Write the YAML to this file instead of stdout.")
+	f.StringVar(&signKey, "sign", "", "Sign the pushed artifact with this PEM private key file (as lmctl module sign --key).")
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }

@@ -88,6 +88,9 @@ type Access struct {
 	ReferenceName  string `json:"referenceName,omitempty"`
 	Ref            string `json:"ref,omitempty"`
 	Digest         string `json:"digest,omitempty"`
+	// ImageReference is where an image resource (access type ociArtifact)
+	// is: a full image reference.
+	ImageReference string `json:"imageReference,omitempty"`
 }
 
 // Parse reads a component descriptor (YAML or JSON) and checks what the
@@ -124,3 +127,21 @@ func Parse(data []byte) (*Descriptor, error) {
 
 // String names the component version as people write it.
 func (c Component) String() string { return c.Name + ":" + c.Version }
+
+// Images are the image references the descriptor's resources name (access
+// by imageReference, as OCM's ociArtifact access has it), in the order
+// listed, each once: the Kyma API's localized images of a module, which a
+// landscape's descriptor points at its own registry.
+func (d *Descriptor) Images() []string {
+	var images []string
+	seen := map[string]bool{}
+	for _, res := range d.Component.Resources {
+		ref := strings.TrimSpace(res.Access.ImageReference)
+		if ref == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		images = append(images, ref)
+	}
+	return images
+}

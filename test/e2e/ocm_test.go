@@ -135,6 +135,9 @@ func TestKLMPublishedModuleInstalls(t *testing.T) {
 		g.Expect(m.Spec.Resources).To(ConsistOf(HaveField("Link", HavePrefix(
 			fmt.Sprintf("oci://%s/kyma-modules/component-descriptors/%s@sha256:", env.registry.Host(), klmComponent(name))))),
 			"the Manifest links the raw manifest's layer of the component version, by digest")
+		g.Expect(m.Spec.LocalizedImages).To(Equal([]string{"europe-docker.pkg.dev/kyma-project/prod/" + name + ":1.0.0"}),
+			"the descriptor's image resources are the Manifest's localized images, as KLM sets them")
+		g.Expect(k.moduleStatus(g, name).OCMComponentName).To(Equal(klmComponent(name)))
 	}, timeout, interval).Should(Succeed())
 
 	// 2.0.0's template names the component version only: its resources come

@@ -3,6 +3,7 @@ package modulekit
 import (
 	"bytes"
 	"context"
+	"crypto/elliptic"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +46,23 @@ func lmctlRun(t *testing.T, args ...string) string {
 		t.Fatalf("lmctl %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()
+}
+
+// signingKeys writes a new ECDSA P-256 key pair as PEM files.
+func signingKeys(t *testing.T) (priv, pub string) {
+	t.Helper()
+	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	priv, pub = filepath.Join(dir, "module.key"), filepath.Join(dir, "module.pub")
+	for path, data := range map[string][]byte{priv: privPEM, pub: pubPEM} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return priv, pub
 }
 
 // kubectlApply applies every document of a YAML stream to the control plane
@@ -120,8 +139,14 @@ func TestBuildPushApplyReady(t *testing.T) {
 	// hand, and move the runtime's module to fast.
 	next := copyModule(t, strings.NewReplacer("version: 1.0.0", "version: 1.1.0", "template-operator:1.0.0", "template-operator:1.1.0"))
 	lmctlRun(t, "module", "build", "-f", filepath.Join(next, "module.yaml"))
+	// Pushed and signed in one step (push --sign), for registries that
+	// require signatures; lmctl module verify checks it as the operator does.
+	keyFile, pubFile := signingKeys(t)
 	printed = lmctlRun(t, "module", "push", "-f", filepath.Join(next, "module.yaml"),
-		"--registry", env.registry.Host()+"/modules", "--insecure", "-n", kcpNamespace)
+		"--registry", env.registry.Host()+"/modules", "--insecure", "-n", kcpNamespace, "--sign", keyFile)
+	verified := lmctlRun(t, "module", "verify", env.registry.Host()+"/modules/template-operator:1.1.0",
+		"--key", pubFile, "--insecure-registries", env.registry.Host())
+	g.Expect(verified).To(ContainSubstring("Verified "))
 	kubectlApply(t, strings.Split(printed, "\n---\n")[0])
 	meta := &v1beta2.ModuleReleaseMeta{}
 	g.Expect(env.e.Client.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: templateoperator.Name}, meta)).To(Succeed())

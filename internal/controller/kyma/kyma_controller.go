@@ -83,6 +83,10 @@ type Reconciler struct {
 	ready       *readyClock
 	progress    *progressWrites
 	runtimeSide *runtimeSide
+
+	// descriptors remembers what templates' OCM descriptors tell besides
+	// content (kyma_descriptor.go).
+	descriptors descriptorMemo
 }
 
 // Reconcile is the one skeleton (reconciler.Run) with the Kyma's phases:
@@ -171,6 +175,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	if err != nil {
 		return readFailed(err), false
 	}
+	r.descriptors.describeModules(modules)
 	// Read Manifests again so that status reflects what was just written.
 	current, err := r.manifests(ctx, kyma)
 	if err != nil {

@@ -115,6 +115,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 			SyncNamespace:        kyma.Spec.SyncNamespace,
 			RBAC:                 template.Spec.RBAC.DeepCopy(),
 			OperatorKubeconfig:   template.Spec.Target == v1beta2.TargetControlPlane,
+			LocalizedImages:      r.descriptors.of(template).images,
 		},
 	}
 	if hasHelmChart(template) {
