@@ -16,9 +16,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/robfig/cron/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/labelgroup"
 )
 
 // Schedules are the operator's backup schedules (--backup-schedules); the
@@ -30,16 +30,12 @@ type Schedules struct {
 
 // Schedule backs up a label group of runtimes.
 type Schedule struct {
-	// Name names the schedule in status.
-	Name string `json:"name"`
-	// Selector picks the Kymas by label; absent, every Kyma.
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Group is the schedule's name, selector and time zone (read in it:
+	// the schedule, and the retention's days and weeks).
+	labelgroup.Group `json:",inline"`
 	// Schedule is a cron expression (5 fields, or a descriptor such as
 	// @hourly) of when a backup is taken.
 	Schedule string `json:"schedule"`
-	// TimeZone is an IANA name the schedule and the retention's days and
-	// weeks are read in; UTC when empty.
-	TimeZone string `json:"timeZone,omitempty"`
 	// Retention says how many backups are kept; a count left out is its
 	// default (24 hourly, 7 daily, 4 weekly), 0 keeps none of that kind.
 	Retention RetentionSpec `json:"retention,omitzero"`
@@ -50,9 +46,7 @@ type Schedule struct {
 	// "identity" holds the age X25519 identity backups are encrypted to.
 	KeySecret string `json:"keySecret"`
 
-	selector  labels.Selector
 	cron      cron.Schedule
-	location  *time.Location
 	retention Retention
 }
 
@@ -105,24 +99,13 @@ func Parse(raw []byte) (*Schedules, error) {
 	return s, nil
 }
 
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 func (s *Schedule) compile() error {
-	if s.Name == "" {
-		return errors.New("name is empty")
+	if err := s.Group.Compile(); err != nil {
+		return err
 	}
 	var err error
-	s.selector = labels.Everything()
-	if s.Selector != nil {
-		if s.selector, err = metav1.LabelSelectorAsSelector(s.Selector); err != nil {
-			return fmt.Errorf("selector: %w", err)
-		}
-	}
-	if s.cron, err = parser.Parse(s.Schedule); err != nil {
+	if s.cron, err = labelgroup.Cron.Parse(s.Schedule); err != nil {
 		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
-	}
-	if s.location, err = time.LoadLocation(s.TimeZone); err != nil {
-		return fmt.Errorf("timeZone %q: %w", s.TimeZone, err)
 	}
 	s.retention = DefaultRetention()
 	for _, c := range []struct {
@@ -160,7 +143,7 @@ func (s *Schedules) For(kymaLabels map[string]string) *Schedule {
 		return nil
 	}
 	for i := range s.Schedules {
-		if s.Schedules[i].selector.Matches(labels.Set(kymaLabels)) {
+		if s.Schedules[i].Matches(kymaLabels) {
 			return &s.Schedules[i]
 		}
 	}
@@ -169,11 +152,8 @@ func (s *Schedules) For(kymaLabels map[string]string) *Schedule {
 
 // Next is the schedule's first firing after t.
 func (s *Schedule) Next(t time.Time) time.Time {
-	return s.cron.Next(t.In(s.location))
+	return s.cron.Next(t.In(s.Location()))
 }
 
 // Keep is the schedule's retention, defaults filled in.
 func (s *Schedule) Keep() Retention { return s.retention }
-
-// Location is the schedule's time zone.
-func (s *Schedule) Location() *time.Location { return s.location }

@@ -15,9 +15,9 @@ import (
 	_ "time/tzdata" // time zones named in the schedules, on any base image
 
 	"github.com/robfig/cron/v3"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/labelgroup"
 )
 
 // Schedules are the operator's hibernation schedules; the first whose
@@ -28,20 +28,14 @@ type Schedules struct {
 
 // Schedule puts a label group of Kymas to sleep and wakes it up.
 type Schedule struct {
-	// Name names the schedule in status.
-	Name string `json:"name"`
-	// Selector picks the Kymas by label; absent, every Kyma.
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Group is the schedule's name, selector and time zone.
+	labelgroup.Group `json:",inline"`
 	// Hibernate is a cron expression (5 fields) of when the group goes to
 	// sleep; Wake of when it wakes.
 	Hibernate string `json:"hibernate"`
 	Wake      string `json:"wake"`
-	// TimeZone is an IANA name; UTC when empty.
-	TimeZone string `json:"timeZone,omitempty"`
 
-	selector        labels.Selector
 	hibernate, wake cron.Schedule
-	location        *time.Location
 
 	mu     sync.Mutex
 	minute time.Time
@@ -85,27 +79,16 @@ func Parse(raw []byte) (*Schedules, error) {
 	return s, nil
 }
 
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 func (s *Schedule) compile() error {
-	if s.Name == "" {
-		return errors.New("name is empty")
+	if err := s.Group.Compile(); err != nil {
+		return err
 	}
 	var err error
-	s.selector = labels.Everything()
-	if s.Selector != nil {
-		if s.selector, err = metav1.LabelSelectorAsSelector(s.Selector); err != nil {
-			return fmt.Errorf("selector: %w", err)
-		}
-	}
-	if s.hibernate, err = parser.Parse(s.Hibernate); err != nil {
+	if s.hibernate, err = labelgroup.Cron.Parse(s.Hibernate); err != nil {
 		return fmt.Errorf("hibernate %q: %w", s.Hibernate, err)
 	}
-	if s.wake, err = parser.Parse(s.Wake); err != nil {
+	if s.wake, err = labelgroup.Cron.Parse(s.Wake); err != nil {
 		return fmt.Errorf("wake %q: %w", s.Wake, err)
-	}
-	if s.location, err = time.LoadLocation(s.TimeZone); err != nil {
-		return fmt.Errorf("timeZone %q: %w", s.TimeZone, err)
 	}
 	// The state is found from the last firings within lookBack: both must
 	// fire at least that often.
@@ -113,7 +96,7 @@ func (s *Schedule) compile() error {
 		field, expr string
 		schedule    cron.Schedule
 	}{{"hibernate", s.Hibernate, s.hibernate}, {"wake", s.Wake, s.wake}} {
-		first := c.schedule.Next(time.Now().In(s.location))
+		first := c.schedule.Next(time.Now().In(s.Location()))
 		if second := c.schedule.Next(first); first.IsZero() || second.Sub(first) > lookBack {
 			return fmt.Errorf("%s %q fires less often than every %s: use a weekly or more frequent schedule", c.field, c.expr, lookBack)
 		}
@@ -128,7 +111,7 @@ func (s *Schedules) Asleep(kymaLabels map[string]string, now time.Time) (Sleep, 
 	}
 	for i := range s.Schedules {
 		sch := &s.Schedules[i]
-		if sch.selector.Matches(labels.Set(kymaLabels)) {
+		if sch.Matches(kymaLabels) {
 			return sch.at(now)
 		}
 	}
@@ -152,7 +135,7 @@ func (s *Schedule) at(now time.Time) (Sleep, bool) {
 	slept, woke := s.lastBefore(s.hibernate, now), s.lastBefore(s.wake, now)
 	s.minute = minute
 	s.asleep = !slept.IsZero() && slept.After(woke)
-	s.state = Sleep{Schedule: s.Name, Until: s.wake.Next(now.In(s.location))}
+	s.state = Sleep{Schedule: s.Name, Until: s.wake.Next(now.In(s.Location()))}
 	return s.state, s.asleep
 }
 
@@ -160,7 +143,7 @@ func (s *Schedule) at(now time.Time) (Sleep, bool) {
 // lookBack; zero when none.
 func (s *Schedule) lastBefore(schedule cron.Schedule, now time.Time) time.Time {
 	var last time.Time
-	for t := schedule.Next(now.Add(-lookBack).In(s.location)); !t.IsZero() && !t.After(now); t = schedule.Next(t) {
+	for t := schedule.Next(now.Add(-lookBack).In(s.Location())); !t.IsZero() && !t.After(now); t = schedule.Next(t) {
 		last = t
 	}
 	return last

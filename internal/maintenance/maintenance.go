@@ -17,8 +17,9 @@ import (
 	_ "time/tzdata" // time zones named in the policy, on any base image
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/labelgroup"
 )
 
 // Policy is the operator's maintenance windows. The first window whose
@@ -29,24 +30,18 @@ type Policy struct {
 
 // Window is a weekly maintenance window for a label group of Kymas.
 type Window struct {
-	// Name names the window in status messages.
-	Name string `json:"name"`
-	// Selector picks the Kymas by label; absent, every Kyma.
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Group is the window's name, selector and time zone.
+	labelgroup.Group `json:",inline"`
 	// Days are the weekdays the window opens on: Mon, Tue, … Sun.
 	Days []string `json:"days"`
-	// Start is when it opens, "15:04" in TimeZone.
+	// Start is when it opens, "15:04" in the time zone.
 	Start string `json:"start"`
 	// Duration is how long it stays open, at most a day.
 	Duration metav1.Duration `json:"duration"`
-	// TimeZone is an IANA name; UTC when empty.
-	TimeZone string `json:"timeZone,omitempty"`
 
-	selector labels.Selector
-	days     map[time.Weekday]bool
-	hour     int
-	minute   int
-	location *time.Location
+	days   map[time.Weekday]bool
+	hour   int
+	minute int
 }
 
 var weekdays = map[string]time.Weekday{
@@ -83,15 +78,8 @@ func Parse(raw []byte) (*Policy, error) {
 }
 
 func (w *Window) compile() error {
-	if w.Name == "" {
-		return errors.New("name is empty")
-	}
-	var err error
-	w.selector = labels.Everything()
-	if w.Selector != nil {
-		if w.selector, err = metav1.LabelSelectorAsSelector(w.Selector); err != nil {
-			return fmt.Errorf("selector: %w", err)
-		}
+	if err := w.Group.Compile(); err != nil {
+		return err
 	}
 	if len(w.Days) == 0 {
 		return errors.New("days is empty: name the weekdays it opens on (Mon … Sun)")
@@ -111,9 +99,6 @@ func (w *Window) compile() error {
 	w.hour, w.minute = start.Hour(), start.Minute()
 	if w.Duration.Duration <= 0 || w.Duration.Duration > 24*time.Hour {
 		return fmt.Errorf("duration %s: between 1m and 24h", w.Duration.Duration)
-	}
-	if w.location, err = time.LoadLocation(w.TimeZone); err != nil {
-		return fmt.Errorf("timeZone %q: %w", w.TimeZone, err)
 	}
 	return nil
 }
@@ -137,7 +122,7 @@ func (s Slot) Open(now time.Time) bool { return !now.Before(s.At) && now.Before(
 func (p *Policy) SlotFor(kyma string, kymaLabels map[string]string, now time.Time) (Slot, bool) {
 	for i := range p.Windows {
 		w := &p.Windows[i]
-		if w.selector.Matches(labels.Set(kymaLabels)) {
+		if w.Matches(kymaLabels) {
 			return w.slot(kyma, now), true
 		}
 	}
@@ -148,9 +133,9 @@ func (p *Policy) SlotFor(kyma string, kymaLabels map[string]string, now time.Tim
 // in it: a hash of the Kyma's name and the opening's date, spread over the
 // first three quarters of the window so that an upgrade has time left.
 func (w *Window) slot(kyma string, now time.Time) Slot {
-	local := now.In(w.location)
+	local := now.In(w.Location())
 	// An opening may have started the day before and still be open.
-	day := time.Date(local.Year(), local.Month(), local.Day()-1, w.hour, w.minute, 0, 0, w.location)
+	day := time.Date(local.Year(), local.Month(), local.Day()-1, w.hour, w.minute, 0, 0, w.Location())
 	for range 9 {
 		if w.days[day.Weekday()] {
 			opens, closes := day, day.Add(w.Duration.Duration)
@@ -158,7 +143,7 @@ func (w *Window) slot(kyma string, now time.Time) Slot {
 				return Slot{Window: w.Name, At: opens.Add(offset(kyma, opens, w.Duration.Duration*3/4)), Closes: closes}
 			}
 		}
-		day = time.Date(day.Year(), day.Month(), day.Day()+1, w.hour, w.minute, 0, 0, w.location)
+		day = time.Date(day.Year(), day.Month(), day.Day()+1, w.hour, w.minute, 0, 0, w.Location())
 	}
 	return Slot{Window: w.Name}
 }
