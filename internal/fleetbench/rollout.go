@@ -11,11 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 )
 
 // The rollout phase (SPEC G1) moves one module's channel to rolloutVersion
@@ -363,32 +360,7 @@ func (r *rolloutRecorder) figures(moved time.Time, soak time.Duration) *Rollout 
 // watchRollout starts a watch of the benchmark's ModuleRollout that feeds
 // rec, and returns once it has synced. It runs until ctx is done.
 func watchRollout(ctx context.Context, cfg *rest.Config, rec *rolloutRecorder) error {
-	scheme, err := operator.NewScheme()
-	if err != nil {
-		return err
-	}
-	c, err := cache.New(cfg, cache.Options{
-		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{namespace: {}},
-	})
-	if err != nil {
-		return fmt.Errorf("creating the ModuleRollout watch: %w", err)
-	}
-	informer, err := c.GetInformer(ctx, &v1beta2.ModuleRollout{})
-	if err != nil {
-		return fmt.Errorf("creating the ModuleRollout watch: %w", err)
-	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    rec.observe,
-		UpdateFunc: func(_, obj any) { rec.observe(obj) },
-	}); err != nil {
-		return fmt.Errorf("watching the ModuleRollout: %w", err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("the ModuleRollout watch did not sync: %w", ctx.Err())
-	}
-	return nil
+	return watchKind(ctx, cfg, namespace, &v1beta2.ModuleRollout{}, nil, rec.observe)
 }
 
 // print writes the rollout's figures for people; nothing without a rollout.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -267,6 +268,14 @@ func slimKyma(obj any) (any, error) {
 // watchKymas starts a watch of the Kymas in namespace that feeds t, and
 // returns once it has synced. It runs until ctx is done.
 func watchKymas(ctx context.Context, cfg *rest.Config, namespace string, t *tracker) error {
+	return watchKind(ctx, cfg, namespace, &v1beta2.Kyma{}, slimKyma, t.observe)
+}
+
+// watchKind starts an informer of obj's kind in namespace that hands each added
+// or updated object (through transform, when set) to observe, and returns
+// once it has synced. It runs until ctx is done.
+func watchKind(ctx context.Context, cfg *rest.Config, namespace string, obj client.Object, transform toolscache.TransformFunc, observe func(any)) error {
+	kind := fmt.Sprintf("%T", obj)
 	scheme, err := operator.NewScheme()
 	if err != nil {
 		return err
@@ -274,24 +283,24 @@ func watchKymas(ctx context.Context, cfg *rest.Config, namespace string, t *trac
 	c, err := cache.New(cfg, cache.Options{
 		Scheme:            scheme,
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
-		DefaultTransform:  slimKyma,
+		DefaultTransform:  transform,
 	})
 	if err != nil {
-		return fmt.Errorf("creating the Kyma watch: %w", err)
+		return fmt.Errorf("creating the watch of %s: %w", kind, err)
 	}
-	informer, err := c.GetInformer(ctx, &v1beta2.Kyma{})
+	informer, err := c.GetInformer(ctx, obj)
 	if err != nil {
-		return fmt.Errorf("creating the Kyma watch: %w", err)
+		return fmt.Errorf("creating the watch of %s: %w", kind, err)
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observe(obj) },
-		UpdateFunc: func(_, obj any) { t.observe(obj) },
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
 	}); err != nil {
-		return fmt.Errorf("watching Kymas: %w", err)
+		return fmt.Errorf("watching %s: %w", kind, err)
 	}
 	go func() { _ = c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
-		return fmt.Errorf("the Kyma watch did not sync: %w", ctx.Err())
+		return fmt.Errorf("the watch of %s did not sync: %w", kind, ctx.Err())
 	}
 	return nil
 }

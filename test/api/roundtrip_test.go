@@ -128,27 +128,13 @@ func TestKymaAPIObjectsApplyUnchanged(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 
-	data, err := os.ReadFile("testdata/kyma-api-compat.yaml")
-	g.Expect(err).NotTo(HaveOccurred())
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	strict := client.WithFieldValidation(k8sClient, metav1.FieldValidationStrict)
-	applied := 0
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objects := readObjects(g, "testdata/kyma-api-compat.yaml")
+	for _, obj := range objects {
 		obj.SetNamespace(ns)
 		g.Expect(strict.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
-		applied++
 	}
-	g.Expect(applied).To(Equal(5), "one object of every kind")
+	g.Expect(objects).To(HaveLen(5), "one object of every kind")
 }
 
 const sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -163,28 +149,14 @@ func TestKymaAPIStatusesApplyUnchanged(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 
-	data, err := os.ReadFile("testdata/klm-written.yaml")
-	g.Expect(err).NotTo(HaveOccurred())
-	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	strict := client.WithFieldValidation(k8sClient, metav1.FieldValidationStrict)
-	var written []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	written := readObjects(g, "testdata/klm-written.yaml")
+	for _, obj := range written {
 		obj.SetNamespace(ns)
 		status := obj.Object["status"]
 		g.Expect(strict.Create(ctx, obj)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 		obj.Object["status"] = status
 		g.Expect(strict.Status().Update(ctx, obj)).To(Succeed(), "status of %s %s", obj.GetKind(), obj.GetName())
-		written = append(written, obj)
 	}
 	g.Expect(written).To(HaveLen(2))
 
@@ -199,4 +171,24 @@ func TestKymaAPIStatusesApplyUnchanged(t *testing.T) {
 		"europe-docker.pkg.dev/kyma-project/prod/external/busybox:1.36",
 	}))
 	g.Expect(manifest.Status.Synced).To(HaveLen(2))
+}
+
+// readObjects decodes every object of a YAML file.
+func readObjects(g Gomega, path string) []*unstructured.Unstructured {
+	data, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objects
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		if len(obj.Object) > 0 {
+			objects = append(objects, obj)
+		}
+	}
 }
