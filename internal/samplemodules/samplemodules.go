@@ -11,9 +11,6 @@
 package samplemodules
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"embed"
 	"errors"
@@ -29,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 )
 
@@ -160,43 +158,7 @@ func sampleRBAC() *v1beta2.ModuleRBAC {
 // packageChart writes the chart directory as a .tgz the way `helm package`
 // lays it out: every file under a top-level directory named after the chart.
 func packageChart(dir string) ([]byte, error) {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	var names []string
-	err := fs.WalkDir(files, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			names = append(names, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names) // stable bytes, stable digest
-	for _, name := range names {
-		data, err := files.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		rel := "chart-module/" + name[len(dir)+1:]
-		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := gz.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return render.PackChart(files, dir, "chart-module")
 }
 
 // Publish pushes every bundled module version to the registry at host and

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -113,4 +115,51 @@ func readAtMost(r io.Reader, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w (%d bytes)", errUnpackedTooLarge, limit)
 	}
 	return data, nil
+}
+
+// PackChart writes the chart in directory dir of fsys as a .tgz laid out as
+// `helm package` lays it out: every file under a top-level directory named
+// name, in sorted order (the same chart gives the same bytes, so the same
+// digest). Directories below dir whose names start with a dot are left out.
+func PackChart(fsys fs.FS, dir, name string) ([]byte, error) {
+	var names []string
+	err := fs.WalkDir(fsys, dir, func(f string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && f != dir && strings.HasPrefix(d.Name(), ".") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() {
+			names = append(names, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading chart %s: %w", dir, err)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range names {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		rel := name + "/" + strings.TrimPrefix(f, dir+"/")
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

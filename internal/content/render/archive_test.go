@@ -4,9 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"slices"
 	"testing"
+	"testing/fstest"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 )
@@ -97,4 +100,45 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("unpacked %d bytes past the limit %d", len(out), limit)
 		}
 	})
+}
+
+// PackChart lays a chart out as helm package does, in a stable order, and
+// leaves out dot directories; Helm loads what it wrote.
+func TestPackChart(t *testing.T) {
+	fsys := fstest.MapFS{
+		"src/chart/Chart.yaml":            {Data: []byte("apiVersion: v2\nname: shop\nversion: 1.0.0\n")},
+		"src/chart/values.yaml":           {Data: []byte("greeting: hello\n")},
+		"src/chart/templates/cm.yaml":     {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\ndata:\n  greeting: {{ .Values.greeting }}\n")},
+		"src/chart/.git/HEAD":             {Data: []byte("ref: main\n")},
+		"src/chart/templates/.hidden.txt": {Data: []byte("kept: a dot file, not a dot directory\n")},
+	}
+	first, err := render.PackChart(fsys, "src/chart", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := render.PackChart(fsys, "src/chart", "shop")
+	if err != nil || !bytes.Equal(first, second) {
+		t.Fatalf("the same chart packed twice differs (err %v)", err)
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+	}
+	want := []string{"shop/Chart.yaml", "shop/templates/.hidden.txt", "shop/templates/cm.yaml", "shop/values.yaml"}
+	if !slices.Equal(names, want) {
+		t.Errorf("packed %v, want %v", names, want)
+	}
+	chart, err := loader.LoadArchive(bytes.NewReader(first))
+	if err != nil || chart.Name() != "shop" || len(chart.Templates) != 2 {
+		t.Errorf("Helm loads the package: chart %v, err %v", chart, err)
+	}
 }

@@ -1,16 +1,13 @@
 package module
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -161,46 +158,7 @@ func chartArchive(fsys fs.FS, p string) ([]byte, error) {
 	if err := yaml.Unmarshal(meta, &chartMeta); err != nil || chartMeta.Name == "" {
 		return nil, fmt.Errorf("chart %s: Chart.yaml has no name", p)
 	}
-	var names []string
-	err = fs.WalkDir(fsys, p, func(f string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && f != p && strings.HasPrefix(d.Name(), ".") {
-			return fs.SkipDir
-		}
-		if !d.IsDir() {
-			names = append(names, f)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		rel := chartMeta.Name + "/" + strings.TrimPrefix(name, p+"/")
-		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := gz.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return render.PackChart(fsys, p, chartMeta.Name)
 }
 
 // chartValues are a packaged chart's default values.
