@@ -17,6 +17,9 @@ import (
 // kyma.Status.Modules and moves the removals of modules gone since
 // previous into kyma.Status.Operations, at now.
 func noteRemovals(kyma *v1beta2.Kyma, previous []v1beta2.ModuleStatus, manifests map[string]*v1beta2.Manifest, now metav1.Time) {
+	if !anyDeleting(previous) && !anyDeleting(kyma.Status.Modules) {
+		return // the common case, at every reconcile of every Kyma: nothing to note
+	}
 	before := make(map[string]v1beta2.ModuleStatus, len(previous))
 	for _, ms := range previous {
 		before[ms.Name] = ms
@@ -74,6 +77,15 @@ func installedOf(m *v1beta2.Manifest, otherwise string) string {
 		}
 	}
 	return otherwise
+}
+
+func anyDeleting(modules []v1beta2.ModuleStatus) bool {
+	for i := range modules {
+		if modules[i].State == v1beta2.StateDeleting {
+			return true
+		}
+	}
+	return false
 }
 
 func isRemoval(t v1beta2.OperationType) bool {
