@@ -80,7 +80,7 @@ func Parse(raw []byte) (*Schedules, error) {
 }
 
 func (s *Schedule) compile() error {
-	if err := s.Group.Compile(); err != nil {
+	if err := s.Compile(); err != nil { // the name, selector and time zone
 		return err
 	}
 	var err error

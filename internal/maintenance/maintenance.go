@@ -78,7 +78,7 @@ func Parse(raw []byte) (*Policy, error) {
 }
 
 func (w *Window) compile() error {
-	if err := w.Group.Compile(); err != nil {
+	if err := w.Compile(); err != nil { // the name, selector and time zone
 		return err
 	}
 	if len(w.Days) == 0 {
