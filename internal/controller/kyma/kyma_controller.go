@@ -171,7 +171,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	if runtimeErr == nil {
 		runtimeModules = runtimeKyma.Spec.Modules
 	}
-	modules, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, runtimeErr == nil)
+	modules, removalsWait, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, runtimeErr == nil)
 	if err != nil {
 		return readFailed(err), false
 	}
@@ -186,6 +186,9 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 	o = r.readyAfter(ctx, kyma, o)
 	o = wakeForWindows(o, modules, r.now())
+	if removalsWait {
+		o = soonest(o, removalStep)
+	}
 
 	if runtimeErr == nil && !recreate {
 		// The runtime's owner sees what is about to be recorded.
@@ -214,17 +217,21 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 // Kyma lists) and keeps one Manifest per module. Manifests of modules no
 // longer wanted are deleted, unless the runtime could not be read (its
 // list is then the last one read, and an outage must not uninstall).
+// A Manifest is deleted only once the Kyma's stored status carries its
+// removal, and created only once it carries none (kyma_history.go);
+// removalsWait says that one waits for this reconcile's status write.
 // Failed Manifest writes are returned as writeErr and also reported on
 // their module; err is a failed read, which stops everything.
-func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtimeModules []v1beta2.Module, runtimeRead bool) (modules []resolve.Module, writeErr, err error) {
+func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtimeModules []v1beta2.Module, runtimeRead bool) (modules []resolve.Module, removalsWait bool, writeErr, err error) {
 	existing, err := r.manifests(ctx, kyma)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	catalog, err := r.catalog.get(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
+	stored := kyma.Status.Modules
 	effective := kyma.DeepCopy()
 	effective.Spec.Modules = unionModules(kyma.Spec.Modules, runtimeModules)
 	fromRuntime := runtimeOnlyModules(kyma.Spec.Modules, runtimeModules)
@@ -232,7 +239,7 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 	var rollouts []v1beta2.ModuleRollout
 	if r.Rollouts {
 		if rollouts, err = r.rollouts(ctx, kyma.Namespace); err != nil {
-			return nil, nil, err
+			return nil, false, nil, err
 		}
 	}
 
@@ -256,7 +263,11 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 			module.Held, module.HeldUntil, module.Maintenance, module.Version = held, until, true, current.Spec.Version
 			continue
 		}
-		if err := r.syncManifest(ctx, kyma, module, existing[ManifestName(kyma.Name, module.Name)], changes); err != nil {
+		if current == nil && removalNoted(stored, module.Name) {
+			removalsWait = true // its last removal is recorded first
+			continue
+		}
+		if err := r.syncManifest(ctx, kyma, module, current, changes); err != nil {
 			module.Err = err
 			if !errors.Is(err, ocm.ErrInvalid) {
 				writeErrs = append(writeErrs, err)
@@ -267,11 +278,15 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		if desired[name] || !runtimeRead {
 			continue
 		}
+		if !removalNoted(stored, moduleOf(m)) {
+			removalsWait = true // this reconcile's status write stores the removal
+			continue
+		}
 		if err := r.deleteManifest(ctx, m, false, changes); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
 	}
-	return modules, errors.Join(writeErrs...), nil
+	return modules, removalsWait, errors.Join(writeErrs...), nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -325,24 +340,35 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 		return readFailed(err)
 	}
 	if len(existing) > 0 {
+		// As in syncModules: a Manifest goes once the stored status
+		// carries its removal (kyma_history.go).
 		var deleteErrs []error
+		removalsWait := false
 		changes := &moduleChanges{}
+		stored := kyma.Status.Modules
 		for _, m := range existing {
+			if !removalNoted(stored, moduleOf(m)) {
+				removalsWait = true
+				continue
+			}
 			if err := r.deleteManifest(ctx, m, false, changes); err != nil {
 				deleteErrs = append(deleteErrs, err)
 			}
 		}
 		r.reportChanges(kyma, changes)
-		previous := kyma.Status.Modules
 		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
-		noteRemovals(kyma, previous, existing, metav1.NewTime(r.now()))
+		noteRemovals(kyma, stored, existing, metav1.NewTime(r.now()))
 		if err := errors.Join(deleteErrs...); err != nil {
 			return reconciler.Retry(ReasonDeleting,
 				fmt.Sprintf("Deleting the modules' Manifests failed (%s); retrying", reconciler.Cause(err)), err)
 		}
-		return reconciler.Deleting(ReasonDeleting,
+		o := reconciler.Deleting(ReasonDeleting,
 			fmt.Sprintf("Waiting for %d modules to be removed from the runtime; see status.modules", len(existing)),
 			r.Intervals.After(v1beta2.StateDeleting))
+		if removalsWait {
+			o = soonest(o, removalStep)
+		}
+		return o
 	}
 	if err := r.removeRuntimeKyma(ctx, kyma); err != nil {
 		return runtimeOutcome(kyma, err)

@@ -1,41 +1,72 @@
 package kyma
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
 // Removals in the operation history (SPEC G4). A module's operations live
 // in its Manifest's status, which goes when the module is removed; so the
 // Kyma keeps each removal: while it is under way on the module's status
 // entry (status.modules[].removal, the Manifest's own record once it has
-// one), and once the module is gone in status.operations, Ready. Both
-// change only with the module's entry, which the status writes anyway.
+// one), and once the module is gone in status.operations, Ready.
+//
+// A removal is never caught only as a passing state. The Kyma reconcile
+// deletes a module's Manifest only once a status write has stored the
+// removal on the module's entry (removalNoted), and creates a module's
+// Manifest only once no removal is stored for it; a stored removal leaves
+// the entry only by moving to status.operations, in the status write that
+// sees the Manifest gone. Every status write is made with an optimistic
+// lock on what the reconcile read, so the removal is recorded exactly once,
+// however reconciles coalesce, fail or restart in between.
+
+// removalStep is how soon a Kyma whose reconcile stored a removal and left
+// its Manifest alone (to delete it, or to create the module's new one, once
+// the status write is read back) is looked at again.
+const removalStep = 100 * time.Millisecond
+
+// removalNoted says whether the stored status carries the removal of the
+// module: its Manifest may be deleted, and no new one may be created until
+// the removal is recorded as done.
+func removalNoted(stored []v1beta2.ModuleStatus, module string) bool {
+	for i := range stored {
+		if stored[i].Name == module {
+			return stored[i].Removal != nil
+		}
+	}
+	return false
+}
 
 // noteRemovals fills the removal of every module being deleted in
-// kyma.Status.Modules and moves the removals of modules gone since
-// previous into kyma.Status.Operations, at now.
+// kyma.Status.Modules, and moves each removal that previous carried into
+// kyma.Status.Operations, at now, once its Manifest is gone from
+// manifests. A removal whose module is not being deleted and whose
+// Manifest is still there never began (the module was asked for again
+// before its Manifest was deleted): it is dropped.
 func noteRemovals(kyma *v1beta2.Kyma, previous []v1beta2.ModuleStatus, manifests map[string]*v1beta2.Manifest, now metav1.Time) {
-	if !anyDeleting(previous) && !anyDeleting(kyma.Status.Modules) {
+	if !anyRemoval(previous) && !anyDeleting(kyma.Status.Modules) {
 		return // the common case, at every reconcile of every Kyma: nothing to note
 	}
 	before := make(map[string]v1beta2.ModuleStatus, len(previous))
 	for _, ms := range previous {
 		before[ms.Name] = ms
 	}
-	present := make(map[string]bool, len(kyma.Status.Modules))
+	deleting := make(map[string]bool, len(kyma.Status.Modules))
 	for i := range kyma.Status.Modules {
 		ms := &kyma.Status.Modules[i]
-		present[ms.Name] = true
 		if ms.State != v1beta2.StateDeleting {
 			ms.Removal = nil
 			continue
 		}
+		deleting[ms.Name] = true
 		ms.Removal = removalOf(kyma, ms, before[ms.Name].Removal, manifests[ManifestName(kyma.Name, ms.Name)], now)
 	}
 	for _, ms := range previous {
-		if present[ms.Name] || ms.State != v1beta2.StateDeleting {
+		if deleting[ms.Name] || !removing(ms) || manifests[ManifestName(kyma.Name, ms.Name)] != nil {
 			continue
 		}
 		op := removalOf(kyma, &ms, ms.Removal, nil, now)
@@ -88,6 +119,33 @@ func anyDeleting(modules []v1beta2.ModuleStatus) bool {
 	return false
 }
 
+func anyRemoval(modules []v1beta2.ModuleStatus) bool {
+	for i := range modules {
+		if removing(modules[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// removing says whether a stored entry is a removal under way: it carries
+// the removal, or, written before removals were kept, it is Deleting.
+func removing(ms v1beta2.ModuleStatus) bool {
+	return ms.Removal != nil || ms.State == v1beta2.StateDeleting
+}
+
 func isRemoval(t v1beta2.OperationType) bool {
 	return t == v1beta2.OperationRemoval || t == v1beta2.OperationDeletion
+}
+
+// soonest brings o's next look forward to within after, unless o backs off
+// on an error or is stalled: those wait as they say.
+func soonest(o reconciler.Outcome, after time.Duration) reconciler.Outcome {
+	if o.Kind == reconciler.KindStalled || o.Kind == reconciler.KindRetry && o.After <= 0 {
+		return o
+	}
+	if o.After <= 0 || after < o.After {
+		o.After = after
+	}
+	return o
 }

@@ -69,3 +69,38 @@ func TestRemovalsInTheHistory(t *testing.T) {
 	noteRemovals(kyma, []v1beta2.ModuleStatus{{Name: "vanished", State: v1beta2.StateReady}}, nil, done)
 	g.Expect(kyma.Status.Operations[0].Module).To(Equal("again"))
 }
+
+// A stored removal ends when its Manifest is gone, whatever the module's
+// entry now says (it may be asked for again), and is dropped when the
+// Manifest is still there and not being deleted: the removal never began.
+func TestRemovalsEndWithTheirManifest(t *testing.T) {
+	g := NewWithT(t)
+	kyma := &v1beta2.Kyma{}
+	kyma.Name = "k"
+	start := metav1.NewTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	done := metav1.NewTime(start.Add(time.Minute))
+	removal := &v1beta2.Operation{Module: "shop", Type: v1beta2.OperationRemoval, FromVersion: "1.0.0", StartedAt: start, Result: v1beta2.OperationInProgress}
+	stored := []v1beta2.ModuleStatus{{Name: "shop", State: v1beta2.StateDeleting, Removal: removal}}
+
+	// Asked for again, its Manifest gone: the removal is done.
+	kyma.Status.Modules = []v1beta2.ModuleStatus{{Name: "shop", State: v1beta2.StateProcessing}}
+	noteRemovals(kyma, stored, nil, done)
+	g.Expect(kyma.Status.Operations).To(ConsistOf(And(HaveField("Module", "shop"), HaveField("Result", v1beta2.OperationReady), HaveField("FinishedAt", &done))))
+	g.Expect(kyma.Status.Modules[0].Removal).To(BeNil())
+
+	// Asked for again before its Manifest was deleted: nothing happened.
+	kyma.Status.Operations = nil
+	kyma.Status.Modules = []v1beta2.ModuleStatus{{Name: "shop", State: v1beta2.StateReady}}
+	noteRemovals(kyma, stored, map[string]*v1beta2.Manifest{ManifestName("k", "shop"): {}}, done)
+	g.Expect(kyma.Status.Operations).To(BeEmpty())
+	g.Expect(kyma.Status.Modules[0].Removal).To(BeNil())
+}
+
+// Only a stored removal lets a Manifest be deleted or a new one be made.
+func TestRemovalNoted(t *testing.T) {
+	g := NewWithT(t)
+	stored := []v1beta2.ModuleStatus{{Name: "shop", State: v1beta2.StateDeleting, Removal: &v1beta2.Operation{}}, {Name: "kept", State: v1beta2.StateDeleting}}
+	g.Expect(removalNoted(stored, "shop")).To(BeTrue())
+	g.Expect(removalNoted(stored, "kept")).To(BeFalse(), "Deleting alone is not a stored removal")
+	g.Expect(removalNoted(stored, "other")).To(BeFalse())
+}

@@ -70,7 +70,7 @@ func (p *progressWrites) forget(uid types.UID) {
 // stored one but that modules progressed: both say the modules are not all
 // ready yet (not the first status, which announces that the operator took
 // the Kyma on), for the same generation, with the same modules and the
-// same runtime module list, none of them in Error or Warning.
+// same runtime module list and removals, none of them in Error or Warning.
 func progressOnly(stored, computed *v1beta2.KymaStatus, o reconciler.Outcome) bool {
 	if o.Reason != ReasonModulesNotReady || stored.State != v1beta2.StateProcessing {
 		return false
@@ -86,6 +86,9 @@ func progressOnly(stored, computed *v1beta2.KymaStatus, o reconciler.Outcome) bo
 	if !slices.Equal(moduleNames(stored.Modules), moduleNames(computed.Modules)) {
 		return false
 	}
+	if !slices.Equal(removalNames(stored.Modules), removalNames(computed.Modules)) {
+		return false // a removal is stored before its Manifest goes (kyma_history.go)
+	}
 	for _, m := range computed.Modules {
 		if m.State == v1beta2.StateError || m.State == v1beta2.StateWarning {
 			return false
@@ -98,6 +101,16 @@ func moduleNames(modules []v1beta2.ModuleStatus) []string {
 	out := make([]string, 0, len(modules))
 	for _, m := range modules {
 		out = append(out, m.Name)
+	}
+	return out
+}
+
+func removalNames(modules []v1beta2.ModuleStatus) []string {
+	var out []string
+	for _, m := range modules {
+		if m.Removal != nil {
+			out = append(out, m.Name)
+		}
 	}
 	return out
 }

@@ -39,16 +39,7 @@ type SetupOptions struct {
 
 // SetupWithManager registers the controller, its index and its watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts SetupOptions) error {
-	r.events = reconciler.NewEvents(r.Recorder)
-	r.catalog = newCatalogSnapshot(mgr.GetClient(), opts.Namespace)
-	r.ready = newReadyClock()
-	if r.ProgressInterval <= 0 {
-		r.ProgressInterval = DefaultProgressInterval
-	}
-	r.progress = newProgressWrites(r.ProgressInterval)
-	r.runtimeSide = newRuntimeSide(mgr.GetClient())
-
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, ModuleIndex, indexModuleNames); err != nil {
+	if err := r.prepare(ctx, mgr, opts.Namespace); err != nil {
 		return err
 	}
 
@@ -79,6 +70,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}).
 		// A Ready Kyma's periodic check waits behind everything else.
 		Complete(priority.Requeues{Reconciler: r, Periodic: r.Intervals.Error})
+}
+
+// prepare makes the reconciler's own state and registers its index with
+// mgr's cache: all Reconcile needs besides the controller, which tests that
+// drive reconciles one by one leave out.
+func (r *Reconciler) prepare(ctx context.Context, mgr ctrl.Manager, namespace string) error {
+	r.events = reconciler.NewEvents(r.Recorder)
+	r.catalog = newCatalogSnapshot(mgr.GetClient(), namespace)
+	r.ready = newReadyClock()
+	if r.ProgressInterval <= 0 {
+		r.ProgressInterval = DefaultProgressInterval
+	}
+	r.progress = newProgressWrites(r.ProgressInterval)
+	r.runtimeSide = newRuntimeSide(mgr.GetClient())
+	return mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, ModuleIndex, indexModuleNames)
 }
 
 func indexModuleNames(obj client.Object) []string {

@@ -64,10 +64,7 @@ func removalStatuses(kyma *v1beta2.Kyma, manifests map[string]*v1beta2.Manifest,
 		}
 		ms, ok := previous[name]
 		if !ok {
-			moduleName := m.Spec.ModuleName
-			if moduleName == "" {
-				moduleName = m.Labels[v1beta2.ModuleNameLabel]
-			}
+			moduleName := moduleOf(m)
 			ms = v1beta2.ModuleStatus{Name: moduleName, FQDN: moduleName, Version: m.Spec.Version, Manifest: manifestRef(m)}
 		}
 		ms.State = v1beta2.StateDeleting
@@ -76,6 +73,14 @@ func removalStatuses(kyma *v1beta2.Kyma, manifests map[string]*v1beta2.Manifest,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// moduleOf is the name of the module a Manifest installs.
+func moduleOf(m *v1beta2.Manifest) string {
+	if m.Spec.ModuleName != "" {
+		return m.Spec.ModuleName
+	}
+	return m.Labels[v1beta2.ModuleNameLabel]
 }
 
 // removalMessage says how the removal of a module is going: the Manifest's
