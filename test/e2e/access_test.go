@@ -30,13 +30,14 @@ import (
 // (and, for control-plane, targets the control plane).
 func publishDeclaring(t *testing.T, module, version string, rbac v1beta2.ModuleRBAC, target string, documents ...string) {
 	t.Helper()
+	g := NewWithT(t)
 	content := ociartifact.Module{RawManifest: []byte(strings.Join(documents, "\n---\n"))}
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), module, version), content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := samplemodules.Version{Module: module, Version: version}.Template(kcpNamespace, artifact.Links)
 	template.Spec.RBAC = &rbac
 	template.Spec.Target = target
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 }
 
@@ -52,7 +53,8 @@ var configMapsInSyncNamespace = v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.Pol
 // content's own RBAC, within what it declares, applies. Removing the module
 // removes the identity.
 func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "identity-shop"
 	declared := v1beta2.ModuleRBAC{
@@ -71,25 +73,25 @@ func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
 	k.eventuallyReady(t)
 
 	m := k.manifest(NewWithT(t), name)
-	Expect(m.Spec.RBAC).NotTo(BeNil(), "the Kyma controller copies the declared RBAC into the Manifest")
-	Expect(m.Status.Access).NotTo(BeNil())
-	Expect(m.Status.Access.Identity).To(Equal("kyma-system/lm-module-" + name))
-	Expect(m.Status.Access.Writes).To(ConsistOf("configmaps", "namespaces", "serviceaccounts",
+	g.Expect(m.Spec.RBAC).NotTo(BeNil(), "the Kyma controller copies the declared RBAC into the Manifest")
+	g.Expect(m.Status.Access).NotTo(BeNil())
+	g.Expect(m.Status.Access.Identity).To(Equal("kyma-system/lm-module-" + name))
+	g.Expect(m.Status.Access.Writes).To(ConsistOf("configmaps", "namespaces", "serviceaccounts",
 		"clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"))
 
 	rc := k.runtime.client
-	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{})).To(Succeed())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{})).To(Succeed())
 	writes := &rbacv1.Role{}
-	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "lifecycle-manager:module:kyma-system:identity-shop:writes"}, writes)).To(Succeed(),
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "lifecycle-manager:module:kyma-system:identity-shop:writes"}, writes)).To(Succeed(),
 		"writes in the Namespace the content creates are granted once it exists")
-	Expect(writes.Rules).To(ConsistOf(rbacv1.PolicyRule{
+	g.Expect(writes.Rules).To(ConsistOf(rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"identity-shop-settings"},
 		Verbs: []string{"get", "create", "update", "patch", "delete"},
 	}))
-	Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "identity-shop-settings"}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "identity-shop-settings"}, &corev1.ConfigMap{})).To(Succeed())
 
 	k.withModules(t)
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{}))).To(BeTrue())
 		roles := &rbacv1.ClusterRoleList{}
 		g.Expect(rc.List(ctx, roles)).To(Succeed())
@@ -108,7 +110,8 @@ func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
 // exist, nothing the module installed is removed, and the Kyma's other
 // module stays Ready.
 func TestModuleThatGrantsMoreThanDeclaredShowsError(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "greedy-notes"
 	publishDeclaring(t, name, "1.0.0", configMapsInSyncNamespace, v1beta2.TargetRuntime,
@@ -122,7 +125,7 @@ func TestModuleThatGrantsMoreThanDeclaredShowsError(t *testing.T) {
 	k.eventuallyReady(t)
 
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules[0].Channel = "fast" })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.manifest(g, name)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateError))
 		ready := condition(m, "Ready")
@@ -130,8 +133,8 @@ func TestModuleThatGrantsMoreThanDeclaredShowsError(t *testing.T) {
 		g.Expect(ready.Message).To(ContainSubstring(`clusterrolebindings.rbac.authorization.k8s.io "greedy-notes-admin"`))
 		g.Expect(k.moduleStatus(g, "bystander").State).To(Equal(v1beta2.StateReady))
 	}, timeout, interval).Should(Succeed())
-	Expect(apierrors.IsNotFound(k.runtime.client.Get(ctx, client.ObjectKey{Name: "greedy-notes-admin"}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
-	Expect(k.inRuntime(&corev1.ConfigMap{}, "greedy-notes")).To(Succeed(), "a refused version removes nothing")
+	g.Expect(apierrors.IsNotFound(k.runtime.client.Get(ctx, client.ObjectKey{Name: "greedy-notes-admin"}, &rbacv1.ClusterRoleBinding{}))).To(BeTrue())
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, "greedy-notes")).To(Succeed(), "a refused version removes nothing")
 }
 
 // A module whose operator runs in the control plane gets a kubeconfig
@@ -140,7 +143,8 @@ func TestModuleThatGrantsMoreThanDeclaredShowsError(t *testing.T) {
 // every few seconds) without ending the old one, and removing the module
 // deletes the Secret and ends every token.
 func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "remote-ledger"
 	readConfigMaps := v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.PolicyRule{
@@ -154,28 +158,28 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 	secretKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name) + "-module-kubeconfig"}
 	first := moduleKubeconfig(t, secretKey)
 	c := runtimeClientOf(t, first)
-	Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:kyma-system:lm-module-" + name))
-	Expect(c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kyma-system"))).To(Succeed())
-	Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace("kyma-system")))).To(BeTrue(), "only the declared rights")
+	g.Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:kyma-system:lm-module-" + name))
+	g.Expect(c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kyma-system"))).To(Succeed())
+	g.Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace("kyma-system")))).To(BeTrue(), "only the declared rights")
 
 	var second []byte
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		second = moduleKubeconfig(t, secretKey)
 		g.Expect(second).NotTo(Equal(first))
 	}, timeout, interval).Should(Succeed(), "the token is renewed")
 	for _, kubeconfig := range [][]byte{first, second} {
-		Expect(whoAmI(ctx, runtimeClientOf(t, kubeconfig))).To(Equal("system:serviceaccount:kyma-system:lm-module-"+name),
+		g.Expect(whoAmI(ctx, runtimeClientOf(t, kubeconfig))).To(Equal("system:serviceaccount:kyma-system:lm-module-"+name),
 			"a renewed token does not end the one before it")
 	}
 
 	k.withModules(t)
-	Eventually(func() bool {
+	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.kcpClient.Get(ctx, secretKey, &corev1.Secret{}))
 	}, timeout, interval).Should(BeTrue(), "the kubeconfig Secret goes with the module")
 	for _, kubeconfig := range [][]byte{first, second} {
 		c := runtimeClientOf(t, kubeconfig)
 		// The API server caches a token's authentication for up to 10 s.
-		Eventually(func() bool {
+		g.Eventually(func() bool {
 			_, err := whoAmI(ctx, c)
 			return apierrors.IsUnauthorized(err)
 		}, 30*time.Second, interval).Should(BeTrue(), "a removed module's tokens are rejected")
@@ -184,23 +188,25 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 
 func moduleKubeconfig(t *testing.T, key client.ObjectKey) []byte {
 	t.Helper()
+	g := NewWithT(t)
 	secret := &corev1.Secret{}
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(context.Background(), key, secret)).To(Succeed())
 		g.Expect(secret.Data).To(HaveKey("config"))
 	}, timeout, interval).Should(Succeed())
-	Expect(secret.Labels).To(HaveKeyWithValue(manifest.ModuleKubeconfigLabel, "remote-ledger"))
-	Expect(secret.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel), "not the runtime's own kubeconfig Secret")
+	g.Expect(secret.Labels).To(HaveKeyWithValue(manifest.ModuleKubeconfigLabel, "remote-ledger"))
+	g.Expect(secret.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel), "not the runtime's own kubeconfig Secret")
 	return secret.Data["config"]
 }
 
 func runtimeClientOf(t *testing.T, kubeconfig []byte) client.Client {
 	t.Helper()
+	g := NewWithT(t)
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg.CertData).To(BeEmpty(), "the runtime's admin credential stays in the control plane")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.CertData).To(BeEmpty(), "the runtime's admin credential stays in the control plane")
 	c, err := client.New(cfg, client.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	return c
 }
 

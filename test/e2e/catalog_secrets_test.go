@@ -60,7 +60,8 @@ func credentialedLink(server *httptest.Server, path string, digest [32]byte) str
 // but neither credential, and when the link fails, the error mirrored into
 // the runtime's Kyma quotes the link without them too.
 func TestCatalogCopiesCarryNoLinkCredentials(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "secret-link"
 	content := goodManifest(name, "1.0.0")
@@ -69,7 +70,7 @@ func TestCatalogCopiesCarryNoLinkCredentials(t *testing.T) {
 	link := credentialedLink(server, "/module.yaml", sha256.Sum256(content))
 	template := samplemodules.Version{Module: name, Version: "1.0.0"}.Template(kcpNamespace, map[string]string{v1beta2.RawManifestResourceName: link})
 	template.Spec.Info.Repository = "https://" + linkUser + ":" + linkPassword + "@git.example.invalid/" + name + "?" + linkToken
-	Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, template) })
 	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
 
@@ -78,7 +79,7 @@ func TestCatalogCopiesCarryNoLinkCredentials(t *testing.T) {
 
 	host := strings.TrimPrefix(server.URL, "http://")
 	digest := sha256.Sum256(content)
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		copied, err := k.runtimeTemplate(template.Name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(copied.Spec.Resources).To(Equal([]v1beta2.ContentResource{{
@@ -97,11 +98,11 @@ func TestCatalogCopiesCarryNoLinkCredentials(t *testing.T) {
 	broken := samplemodules.Version{Module: name, Version: "2.0.0"}.Template(kcpNamespace, map[string]string{
 		v1beta2.RawManifestResourceName: credentialedLink(server, "/missing.yaml", sha256.Sum256([]byte("missing"))),
 	})
-	Expect(env.kcpClient.Create(ctx, broken)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, broken)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, broken) })
 	setChannel(t, name, "regular", "2.0.0")
 	expectModuleErrorKeepsInstalled(t, k, name, "missing.yaml")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		remote := k.runtimeKyma(g)
 		g.Expect(remote.Status.Modules).To(ContainElement(And(
 			HaveField("Name", name), HaveField("State", v1beta2.StateError))))

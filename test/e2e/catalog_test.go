@@ -26,12 +26,13 @@ func (k *testKyma) runtimeTemplate(name string) (*v1beta2.ModuleTemplate, error)
 // the runtime, edits there are overwritten, deletions in the control plane
 // reach it, and beta templates go only to runtimes labelled for them.
 func TestCatalogIsCopiedToRuntimes(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		_, err := k.runtimeTemplate("sample-1.0.0")
 		g.Expect(err).NotTo(HaveOccurred())
 		meta := &v1beta2.ModuleReleaseMeta{}
@@ -40,13 +41,13 @@ func TestCatalogIsCopiedToRuntimes(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	// An edit in the runtime is overwritten.
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		copied, err := k.runtimeTemplate("sample-1.0.0")
 		g.Expect(err).NotTo(HaveOccurred())
 		copied.Spec.Info.Repository = "https://example.invalid/tampered"
 		g.Expect(k.runtime.client.Update(ctx, copied)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		copied, err := k.runtimeTemplate("sample-1.0.0")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(copied.Spec.Info.Repository).NotTo(ContainSubstring("tampered"))
@@ -57,21 +58,21 @@ func TestCatalogIsCopiedToRuntimes(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "catalog-extra-1.0.0", Namespace: kcpNamespace},
 		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "catalog-extra", Version: "1.0.0"},
 	}
-	Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
-	Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
-	Expect(env.kcpClient.Delete(ctx, extra)).To(Succeed())
-	Eventually(func() bool { _, err := k.runtimeTemplate(extra.Name); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
+	g.Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
+	g.Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
+	g.Expect(env.kcpClient.Delete(ctx, extra)).To(Succeed())
+	g.Eventually(func() bool { _, err := k.runtimeTemplate(extra.Name); return apierrors.IsNotFound(err) }, timeout, interval).Should(BeTrue())
 
 	// A beta template only reaches runtimes whose Kyma is labelled beta.
 	beta := &v1beta2.ModuleTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "catalog-beta-1.0.0", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.BetaLabel: "true"}},
 		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "catalog-beta", Version: "1.0.0"},
 	}
-	Expect(env.kcpClient.Create(ctx, beta)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, beta)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, beta) })
-	Consistently(func() bool { _, err := k.runtimeTemplate(beta.Name); return apierrors.IsNotFound(err) }, "2s", interval).Should(BeTrue())
+	g.Consistently(func() bool { _, err := k.runtimeTemplate(beta.Name); return apierrors.IsNotFound(err) }, "2s", interval).Should(BeTrue())
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.BetaLabel] = "true" })
-	Eventually(func() error { _, err := k.runtimeTemplate(beta.Name); return err }, timeout, interval).Should(Succeed())
+	g.Eventually(func() error { _, err := k.runtimeTemplate(beta.Name); return err }, timeout, interval).Should(Succeed())
 }
 
 // TestCatalogFailureIsAWarningEvent: the catalog sync has no status of its
@@ -79,6 +80,7 @@ func TestCatalogIsCopiedToRuntimes(t *testing.T) {
 // runtime it cannot use is a Warning event on the Kyma, reason
 // CatalogRuntimeUnavailable, with the raw error in the note.
 func TestCatalogFailureIsAWarningEvent(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	name := "catalog-refused"

@@ -29,25 +29,27 @@ func (k *testKyma) writes(g Gomega, resource string) float64 {
 // TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange measures, with the
 // runtime API server's own request counters, what keeping a runtime in step
 // costs: nothing while nothing changes, one write for one new template.
+// Not parallel: another test's template would be copied into this runtime
+// too, so it runs alone, before the parallel tests.
 func TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange(t *testing.T) {
-	RegisterTestingT(t)
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
-	Eventually(func() error { _, err := k.runtimeTemplate("sample-1.0.0"); return err }, timeout, interval).Should(Succeed())
+	g.Eventually(func() error { _, err := k.runtimeTemplate("sample-1.0.0"); return err }, timeout, interval).Should(Succeed())
 
 	// Let the runtime's Kyma status settle, then watch a steady state over
 	// more than two Ready intervals (2s here): drift checks, CRD sync,
 	// runtime Kyma sync and the catalog's full pass write nothing.
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.runtimeKyma(g).Status.State).To(Equal(v1beta2.StateReady))
 	}, timeout, interval).Should(Succeed())
-	before := k.writes(Default, "moduletemplates")
+	before := k.writes(g, "moduletemplates")
 	steady := map[string]float64{}
 	for _, resource := range []string{"kymas", "customresourcedefinitions", "configmaps", "modulereleasemetas"} {
-		steady[resource] = k.writes(Default, resource)
+		steady[resource] = k.writes(g, resource)
 	}
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(k.writes(g, "moduletemplates")).To(Equal(before), "a steady catalog costs no write")
 		for resource, n := range steady {
 			g.Expect(k.writes(g, resource)).To(Equal(n), "a steady runtime costs no write of %s", resource)
@@ -58,10 +60,10 @@ func TestSyncCostsNoWriteWhenSteadyAndOneWritePerChange(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "cost-extra-1.0.0", Namespace: kcpNamespace},
 		Spec:       v1beta2.ModuleTemplateSpec{ModuleName: "cost-extra", Version: "1.0.0"},
 	}
-	Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, extra)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, extra) })
-	Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
-	Consistently(func(g Gomega) {
+	g.Eventually(func() error { _, err := k.runtimeTemplate(extra.Name); return err }, timeout, interval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
 		g.Expect(k.writes(g, "moduletemplates")-before).To(Equal(1.0), "one new template, one write")
 	}, "3s", "500ms").Should(Succeed())
 }
@@ -80,21 +82,22 @@ func configMapRequests(verb string, dryRun bool) func(labels map[string]string) 
 // be someone else's) and created with one apply, neither read again nor
 // dry-run first.
 func TestFirstInstallCreatesEachObjectWithOneApply(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	setChannel(t, samplemodules.Evolving, "cost", "1.0.0")
 	k := newKyma(t)
 	k.eventuallyReady(t)
-	applies, dryRuns, reads := k.requests(Default, configMapRequests("APPLY", false)),
-		k.requests(Default, configMapRequests("APPLY", true)), k.requests(Default, configMapRequests("GET", false))
+	applies, dryRuns, reads := k.requests(g, configMapRequests("APPLY", false)),
+		k.requests(g, configMapRequests("APPLY", true)), k.requests(g, configMapRequests("GET", false))
 
 	evolving := module(samplemodules.Evolving)
 	evolving.Channel = "cost"
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules = append(kyma.Spec.Modules, evolving) })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.moduleStatus(g, samplemodules.Evolving).State).To(Equal(v1beta2.StateReady))
 	}, timeout, interval).Should(Succeed())
 
-	Expect(k.requests(Default, configMapRequests("APPLY", false))-applies).To(Equal(2.0), "one apply per ConfigMap")
-	Expect(k.requests(Default, configMapRequests("APPLY", true))-dryRuns).To(BeZero(), "no dry-run of an object that did not exist")
-	Expect(k.requests(Default, configMapRequests("GET", false))-reads).To(Equal(2.0), "one ownership lookup per ConfigMap")
+	g.Expect(k.requests(g, configMapRequests("APPLY", false))-applies).To(Equal(2.0), "one apply per ConfigMap")
+	g.Expect(k.requests(g, configMapRequests("APPLY", true))-dryRuns).To(BeZero(), "no dry-run of an object that did not exist")
+	g.Expect(k.requests(g, configMapRequests("GET", false))-reads).To(Equal(2.0), "one ownership lookup per ConfigMap")
 }

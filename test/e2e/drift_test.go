@@ -73,7 +73,7 @@ func unchangedChecks() float64 {
 // deleted, a ClusterRole's rules changed — is still found by the periodic
 // check alone and corrected.
 func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
-	RegisterTestingT(t)
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Sample))
 	k.eventuallyReady(t)
@@ -81,8 +81,8 @@ func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
 
 	// The first checks after the install may still apply (the manager's
 	// status settles): wait for a check that applied nothing, then count.
-	applies, reads := k.requests(Default, moduleApplies), k.requests(Default, managerReads)
-	Eventually(func(g Gomega) bool {
+	applies, reads := k.requests(g, moduleApplies), k.requests(g, managerReads)
+	g.Eventually(func(g Gomega) bool {
 		a, r := k.requests(g, moduleApplies), k.requests(g, managerReads)
 		if a != applies {
 			applies, reads = a, r
@@ -90,37 +90,38 @@ func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
 		}
 		return r > reads
 	}, timeout, interval).Should(BeTrue(), "a check that applies nothing")
-	applies, reads = k.requests(Default, moduleApplies), k.requests(Default, managerReads)
-	// Tests run one after another, and each waits for its Kyma to be gone:
-	// the operator's counters move for this Kyma's Manifest alone.
+	applies, reads = k.requests(g, moduleApplies), k.requests(g, managerReads)
+	// This test is not parallel: it runs alone, before the parallel tests
+	// start, and the Kymas of the tests before it are gone, so the
+	// operator's counters move for this Kyma's Manifest alone.
 	reconciles, checks := counterValue(metrics.ManifestReconciles), unchangedChecks()
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.requests(g, managerReads)).To(BeNumerically(">=", reads+3))
 	}, timeout, interval).Should(Succeed(), "three more periodic checks")
-	Expect(k.requests(Default, moduleApplies)).To(Equal(applies),
+	g.Expect(k.requests(g, moduleApplies)).To(Equal(applies),
 		"periodic checks of an unchanged module neither dry-run nor write its objects")
 	// A check counts itself after its last read, so the count may trail the
 	// reads just seen by a moment.
-	Eventually(unchangedChecks, timeout, interval).Should(BeNumerically(">=", checks+3), "the checks found the module unchanged")
-	Expect(counterValue(metrics.ManifestReconciles)).To(Equal(reconciles),
+	g.Eventually(unchangedChecks, timeout, interval).Should(BeNumerically(">=", checks+3), "the checks found the module unchanged")
+	g.Expect(counterValue(metrics.ManifestReconciles)).To(Equal(reconciles),
 		"a check that finds the module unchanged is made without a reconcile of its Manifest")
 
 	// An object's spec edited.
 	deployment := &appsv1.Deployment{}
-	Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
+	g.Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
 	image := deployment.Spec.Template.Spec.Containers[0].Image
 	deployment.Spec.Template.Spec.Containers[0].Image = "tampered:1"
-	Expect(rc.Update(ctx, deployment)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(rc.Update(ctx, deployment)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
 		g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
 	}, timeout, interval).Should(Succeed(), "the edited manager is restored")
 
 	// An object deleted.
 	sa := &corev1.ServiceAccount{}
-	Expect(k.inRuntime(sa, "sample-manager")).To(Succeed())
-	Expect(rc.Delete(ctx, sa)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(k.inRuntime(sa, "sample-manager")).To(Succeed())
+	g.Expect(rc.Delete(ctx, sa)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		recreated := &corev1.ServiceAccount{}
 		g.Expect(k.inRuntime(recreated, "sample-manager")).To(Succeed())
 		g.Expect(recreated.UID).NotTo(Equal(sa.UID))
@@ -128,11 +129,11 @@ func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
 
 	// A cluster-scoped object changed.
 	role := &rbacv1.ClusterRole{}
-	Expect(rc.Get(ctx, client.ObjectKey{Name: "sample-manager"}, role)).To(Succeed())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: "sample-manager"}, role)).To(Succeed())
 	rules := role.Rules
 	role.Rules = nil
-	Expect(rc.Update(ctx, role)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(rc.Update(ctx, role)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		g.Expect(rc.Get(ctx, client.ObjectKey{Name: "sample-manager"}, role)).To(Succeed())
 		g.Expect(role.Rules).To(Equal(rules))
 	}, timeout, interval).Should(Succeed(), "the ClusterRole's rules are restored")
@@ -143,7 +144,8 @@ func TestPeriodicCheckOfUnchangedModuleAppliesNothing(t *testing.T) {
 // checks have gone quiet to new content: a new generation is never taken
 // for the one verified, and 2.0.0 is applied and pruned in full.
 func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	setChannel(t, samplemodules.Evolving, "drift", "1.0.0")
 	evolving := module(samplemodules.Evolving)
 	evolving.Channel = "drift"
@@ -157,14 +159,14 @@ func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
 	configMapLists := func(labels map[string]string) bool {
 		return labels["resource"] == "configmaps" && labels["verb"] == "LIST"
 	}
-	lists := k.requests(Default, configMapLists)
-	Eventually(func(g Gomega) {
+	lists := k.requests(g, configMapLists)
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.requests(g, configMapLists)).To(BeNumerically(">=", lists+2))
 	}, timeout, interval).Should(Succeed(), "the cheap check reads the module's objects")
-	patches := k.requests(Default, configMapWrites)
+	patches := k.requests(g, configMapWrites)
 
 	setChannel(t, samplemodules.Evolving, "drift", "2.0.0")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, samplemodules.Evolving)
 		g.Expect(m.Version).To(Equal("2.0.0"))
 		g.Expect(m.State).To(Equal(v1beta2.StateReady))
@@ -173,7 +175,7 @@ func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
 		g.Expect(cm.Data).To(HaveKeyWithValue("version", "2.0.0"))
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-added-in-2")).To(Succeed())
 	}, timeout, interval).Should(Succeed())
-	Expect(k.requests(Default, configMapWrites)).To(BeNumerically(">", patches), "the new content was applied")
+	g.Expect(k.requests(g, configMapWrites)).To(BeNumerically(">", patches), "the new content was applied")
 }
 
 // TestDeletedSyncNamespaceComesBack has the runtime's owner delete the sync
@@ -182,7 +184,8 @@ func TestContentChangeAfterQuietChecksIsApplied(t *testing.T) {
 // every reconcile; the first write that fails makes it check afresh, so
 // the namespace, the module's objects and the runtime's Kyma come back.
 func TestDeletedSyncNamespaceComesBack(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	setChannel(t, samplemodules.Evolving, "nsdeleted", "1.0.0")
 	evolving := module(samplemodules.Evolving)
@@ -192,9 +195,9 @@ func TestDeletedSyncNamespaceComesBack(t *testing.T) {
 	rc := k.runtime.client
 
 	deleted := &corev1.Namespace{}
-	Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, deleted)).To(Succeed())
-	Expect(rc.Delete(ctx, deleted)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, deleted)).To(Succeed())
+	g.Expect(rc.Delete(ctx, deleted)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		again := &corev1.Namespace{}
 		g.Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, again)).To(Succeed())
 		g.Expect(again.UID).NotTo(Equal(deleted.UID), "the namespace is a new one")

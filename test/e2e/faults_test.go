@@ -31,18 +31,20 @@ func goodManifest(module, version string) []byte {
 // ModuleTemplate.
 func publish(t *testing.T, reg *testregistry.Registry, module, version string, content ociartifact.Module) {
 	t.Helper()
+	g := NewWithT(t)
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:%s", reg.Host(), module, version), content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := samplemodules.Version{Module: module, Version: version}.Template(kcpNamespace, artifact.Links)
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 }
 
 // newReleaseMeta creates a module's channel assignment.
 func newReleaseMeta(t *testing.T, module string, channels map[string]string) {
 	t.Helper()
+	g := NewWithT(t)
 	meta := samplemodules.ReleaseMeta(kcpNamespace, module, channels)
-	Expect(env.kcpClient.Create(context.Background(), meta)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), meta)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), meta) })
 }
 
@@ -62,7 +64,8 @@ func installGood(t *testing.T, reg *testregistry.Registry, name string) *testKym
 // still there.
 func expectModuleErrorKeepsInstalled(t *testing.T, k *testKyma, module, message string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring("The module's content cannot be fetched or rendered"))
@@ -70,13 +73,14 @@ func expectModuleErrorKeepsInstalled(t *testing.T, k *testKyma, module, message 
 		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, module))).To(ContainElement(ContainSubstring(message)))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a failed update deletes nothing")
-	Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"))
+	g.Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a failed update deletes nothing")
+	g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"))
 }
 
 func expectModuleReadyAt(t *testing.T, k *testKyma, module, version string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
 		g.Expect(m.State).To(Equal(v1beta2.StateReady), m.Message)
 		g.Expect(m.Version).To(Equal(version))
@@ -87,7 +91,8 @@ func expectModuleReadyAt(t *testing.T, k *testKyma, module, version string) {
 }
 
 func TestMissingLayerIsErrorUntilPushed(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "faulty-layer"
 	k := installGood(t, env.registry, name)
 
@@ -96,19 +101,19 @@ func TestMissingLayerIsErrorUntilPushed(t *testing.T) {
 	sum := sha256.Sum256(next.RawManifest)
 	link := fmt.Sprintf("oci://%s/modules/%s@sha256:%s", env.registry.Host(), name, hex.EncodeToString(sum[:]))
 	template := samplemodules.Version{Module: name, Version: "2.0.0"}.Template(kcpNamespace, map[string]string{v1beta2.RawManifestResourceName: link})
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	setChannel(t, name, "regular", "2.0.0")
 	expectModuleErrorKeepsInstalled(t, k, name, "the registry has no such layer")
 
 	// Pushing the layer fixes it; nothing else has to change.
 	_, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:2.0.0", env.registry.Host(), name), next.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	expectModuleReadyAt(t, k, name, "2.0.0")
 }
 
 func TestInvalidYAMLIsErrorUntilFixed(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
 	const name = "faulty-yaml"
 	k := installGood(t, env.registry, name)
 
@@ -122,7 +127,7 @@ func TestInvalidYAMLIsErrorUntilFixed(t *testing.T) {
 }
 
 func TestChartThatFailsToRenderIsErrorUntilFixed(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
 	const name = "faulty-chart"
 	k := installGood(t, env.registry, name)
 
@@ -144,7 +149,8 @@ func TestChartThatFailsToRenderIsErrorUntilFixed(t *testing.T) {
 }
 
 func TestRegistryDownIsErrorUntilBack(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "faulty-registry"
 	reg := testregistry.Start()
 	defer reg.Close()
@@ -155,23 +161,24 @@ func TestRegistryDownIsErrorUntilBack(t *testing.T) {
 	setChannel(t, name, "regular", "2.0.0")
 	expectModuleErrorKeepsInstalled(t, k, name, "connection refused")
 
-	Expect(reg.Restart()).To(Succeed())
+	g.Expect(reg.Restart()).To(Succeed())
 	expectModuleReadyAt(t, k, name, "2.0.0")
 }
 
 func TestRuntimeUnreachableIsErrorUntilBack(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "faulty-runtime"
 	k := installGood(t, env.registry, name)
 
-	Expect(k.runtime.cluster.StopAPIServer()).To(Succeed())
+	g.Expect(k.runtime.cluster.StopAPIServer()).To(Succeed())
 	restarted := false
 	defer func() {
 		if !restarted {
 			_ = k.runtime.cluster.StartAPIServer(context.Background())
 		}
 	}()
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateError), describe(kyma))
 		g.Expect(kyma.Status.Conditions).To(ContainElement(And(
@@ -180,14 +187,15 @@ func TestRuntimeUnreachableIsErrorUntilBack(t *testing.T) {
 		)), "the condition says the runtime is unreachable, with the class of the cause (the raw error is in events)")
 	}, timeout, interval).Should(Succeed())
 
-	Expect(k.runtime.cluster.StartAPIServer(context.Background())).To(Succeed())
+	g.Expect(k.runtime.cluster.StartAPIServer(context.Background())).To(Succeed())
 	restarted = true
 	k.eventuallyReady(t)
 	expectModuleReadyAt(t, k, name, "1.0.0")
 }
 
 func TestKubeconfigSecretMissingOrGarbage(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "faulty-secret"
 	publish(t, env.registry, name, "1.0.0", ociartifact.Module{RawManifest: goodManifest(name, "1.0.0")})
@@ -195,14 +203,14 @@ func TestKubeconfigSecretMissingOrGarbage(t *testing.T) {
 	k := newKyma(t, module(name))
 
 	secret := &corev1.Secret{}
-	Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-kubeconfig"}, secret)).To(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-kubeconfig"}, secret)).To(Succeed())
 	good := secret.Data["config"]
 	k.eventuallyReady(t)
 
 	// Garbage in the Secret.
 	secret.Data["config"] = []byte("this is not a kubeconfig")
-	Expect(env.kcpClient.Update(ctx, secret)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(env.kcpClient.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateError))
 		g.Expect(kyma.Status.Conditions).To(ContainElement(And(
@@ -212,17 +220,17 @@ func TestKubeconfigSecretMissingOrGarbage(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	// No Secret at all.
-	Expect(env.kcpClient.Delete(ctx, secret)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(env.kcpClient.Delete(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateError))
 		g.Expect(kyma.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("no kubeconfig Secret"))))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, name+"-config")).To(Succeed(), "losing access deletes nothing")
+	g.Expect(k.inRuntime(cm, name+"-config")).To(Succeed(), "losing access deletes nothing")
 
 	// Registering the runtime again recovers.
-	Expect(env.kcpClient.Create(ctx, &corev1.Secret{
+	g.Expect(env.kcpClient.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: k.name + "-kubeconfig", Namespace: kcpNamespace, Labels: secret.Labels},
 		Data:       map[string][]byte{"config": good},
 	})).To(Succeed())
@@ -233,15 +241,16 @@ func TestKubeconfigSecretMissingOrGarbage(t *testing.T) {
 // as helm package lays them out.
 func packageChart(t *testing.T, files map[string]string) []byte {
 	t.Helper()
+	g := NewWithT(t)
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
 	for name, content := range files {
-		Expect(tw.WriteHeader(&tar.Header{Name: "chart/" + name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})).To(Succeed())
+		g.Expect(tw.WriteHeader(&tar.Header{Name: "chart/" + name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg})).To(Succeed())
 		_, err := tw.Write([]byte(content))
-		Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred())
 	}
-	Expect(tw.Close()).To(Succeed())
-	Expect(gz.Close()).To(Succeed())
+	g.Expect(tw.Close()).To(Succeed())
+	g.Expect(gz.Close()).To(Succeed())
 	return buf.Bytes()
 }

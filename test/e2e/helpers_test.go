@@ -133,7 +133,8 @@ func (k *testKyma) get(g Gomega) *v1beta2.Kyma {
 // update changes the Kyma's spec, retrying on conflicts.
 func (k *testKyma) update(t *testing.T, change func(*v1beta2.Kyma)) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		change(kyma)
 		g.Expect(env.kcpClient.Update(context.Background(), kyma)).To(Succeed())
@@ -144,8 +145,9 @@ func (k *testKyma) update(t *testing.T, change func(*v1beta2.Kyma)) {
 // Kyma says it is paused.
 func (k *testKyma) pause(t *testing.T) {
 	t.Helper()
+	g := NewWithT(t)
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Labels[v1beta2.SkipReconciliationLabel] = "true" })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kymactrl.ConditionPaused)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
 }
@@ -153,8 +155,9 @@ func (k *testKyma) pause(t *testing.T) {
 // eventuallyReady waits until the Kyma is Ready and returns it.
 func (k *testKyma) eventuallyReady(t *testing.T) *v1beta2.Kyma {
 	t.Helper()
+	g := NewWithT(t)
 	var kyma *v1beta2.Kyma
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		kyma = k.get(g)
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady), "Kyma status: %s", describe(kyma))
 	}, timeout, interval).Should(Succeed())

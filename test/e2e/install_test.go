@@ -16,11 +16,11 @@ import (
 )
 
 func TestInstallToReady(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Sample), module(samplemodules.Chart))
 
 	kyma := k.eventuallyReady(t)
-	g := NewWithT(t)
 	g.Expect(kyma.Status.Modules).To(HaveLen(2))
 	for _, m := range kyma.Status.Modules {
 		g.Expect(m.State).To(Equal(v1beta2.StateReady), m.Name)

@@ -22,7 +22,8 @@ import (
 // TestUpgradePrunesDroppedResources moves a module to 2.0.0 through its
 // channel: what 2.0.0 no longer has is pruned, what it adds appears.
 func TestUpgradePrunesDroppedResources(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	// A channel of this test's own, so that moving it affects no other test.
 	setChannel(t, samplemodules.Evolving, "upgrade", "1.0.0")
 
@@ -30,10 +31,10 @@ func TestUpgradePrunesDroppedResources(t *testing.T) {
 	evolving.Channel = "upgrade"
 	k := newKyma(t, evolving)
 	k.eventuallyReady(t)
-	Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-dropped-in-2")).To(Succeed())
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-dropped-in-2")).To(Succeed())
 
 	setChannel(t, samplemodules.Evolving, "upgrade", "2.0.0")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, samplemodules.Evolving)
 		g.Expect(m.Version).To(Equal("2.0.0"))
 		g.Expect(m.State).To(Equal(v1beta2.StateReady))
@@ -47,13 +48,13 @@ func TestUpgradePrunesDroppedResources(t *testing.T) {
 	// Pointing the channel back to 1.0.0 is a downgrade: refused, and 2.0.0
 	// stays installed.
 	setChannel(t, samplemodules.Evolving, "upgrade", "1.0.0")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, samplemodules.Evolving)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring("downgrade"))
 		g.Expect(m.Version).To(Equal("2.0.0"))
 	}, timeout, interval).Should(Succeed())
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-added-in-2")).To(Succeed())
 	}, "2s", interval).Should(Succeed())
 }
@@ -63,38 +64,39 @@ func TestUpgradePrunesDroppedResources(t *testing.T) {
 // only what drifted: the module's other object keeps its resourceVersion
 // through the reconcile that corrects the drift.
 func TestDriftIsCorrected(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 	rc := k.runtime.client
 
 	other := &corev1.ConfigMap{}
-	Expect(k.inRuntime(other, "evolving-dropped-in-2")).To(Succeed())
+	g.Expect(k.inRuntime(other, "evolving-dropped-in-2")).To(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
+	g.Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
 	cm.Data["version"] = "tampered"
-	Expect(rc.Update(ctx, cm)).To(Succeed())
+	g.Expect(rc.Update(ctx, cm)).To(Succeed())
 	restored := &corev1.ConfigMap{}
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.inRuntime(restored, "evolving-config")).To(Succeed())
 		g.Expect(restored.Data).To(HaveKeyWithValue("version", "1.0.0"))
 	}, timeout, interval).Should(Succeed())
 	got := &corev1.ConfigMap{}
-	Expect(k.inRuntime(got, "evolving-dropped-in-2")).To(Succeed())
-	Expect(got.ResourceVersion).To(Equal(other.ResourceVersion), "an object that did not drift is not written")
+	g.Expect(k.inRuntime(got, "evolving-dropped-in-2")).To(Succeed())
+	g.Expect(got.ResourceVersion).To(Equal(other.ResourceVersion), "an object that did not drift is not written")
 
-	Expect(rc.Delete(ctx, other)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(rc.Delete(ctx, other)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		recreated := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(recreated, "evolving-dropped-in-2")).To(Succeed())
 		g.Expect(recreated.UID).NotTo(Equal(other.UID), "a new object, created by the operator")
 	}, timeout, interval).Should(Succeed())
-	Expect(k.inRuntime(got, "evolving-config")).To(Succeed())
-	Expect(got.ResourceVersion).To(Equal(restored.ResourceVersion), "the restored object, unchanged since, is not written again")
+	g.Expect(k.inRuntime(got, "evolving-config")).To(Succeed())
+	g.Expect(got.ResourceVersion).To(Equal(restored.ResourceVersion), "the restored object, unchanged since, is not written again")
 
 	// Unlike the install, correcting drift is told on the Manifest.
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(normalEvents(g, "Manifest", kyma.ManifestName(k.name, samplemodules.Evolving), manifest.ReasonDriftCorrected)).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 }
@@ -102,12 +104,13 @@ func TestDriftIsCorrected(t *testing.T) {
 // TestModuleRemoval removes a module from the spec: it is uninstalled and
 // its status entry goes; the other module stays.
 func TestModuleRemoval(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving), module(samplemodules.Chart))
 	k.eventuallyReady(t)
 
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules = []v1beta2.Module{module(samplemodules.Chart)} })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Status.Modules).To(ConsistOf(HaveField("Name", samplemodules.Chart)))
 		g.Expect(kyma.Status.State).To(Equal(v1beta2.StateReady))
@@ -115,8 +118,8 @@ func TestModuleRemoval(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(env.kcpClient.Get(context.Background(),
 			client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-evolving"}, &v1beta2.Manifest{}))).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
-	Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		g.Expect(normalEvents(g, "Kyma", k.name, kyma.ReasonModulesChanged)).To(ContainElement(
 			HaveField("Note", "Removing 1 module: "+samplemodules.Evolving)))
 	}, timeout, interval).Should(Succeed())
@@ -127,7 +130,8 @@ func TestModuleRemoval(t *testing.T) {
 // deleted by the operator, the Kyma waits and says which resource blocks,
 // and finishes once the owner removes it.
 func TestKymaDeletionWaitsForBlockingCustomResources(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Sample))
 	k.eventuallyReady(t)
@@ -136,22 +140,22 @@ func TestKymaDeletionWaitsForBlockingCustomResources(t *testing.T) {
 	userSample.SetGroupVersionKind(samplemodules.SampleResource.GroupVersion().WithKind("Sample"))
 	userSample.SetName("users-own")
 	userSample.SetNamespace(v1beta2.DefaultRuntimeNamespace)
-	Expect(k.runtime.client.Create(ctx, userSample)).To(Succeed())
+	g.Expect(k.runtime.client.Create(ctx, userSample)).To(Succeed())
 
-	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, samplemodules.Sample)
 		g.Expect(m.State).To(Equal(v1beta2.StateDeleting))
 		g.Expect(m.Message).To(ContainSubstring("Sample kyma-system/users-own"))
 		defaultCR := userSample.DeepCopy()
 		g.Expect(apierrors.IsNotFound(k.inRuntime(defaultCR, "default"))).To(BeTrue(), "the default CR is deleted first")
 	}, timeout, interval).Should(Succeed())
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(k.inRuntime(&appsv1.Deployment{}, "sample-manager")).To(Succeed(), "nothing is pruned while CRs block")
 	}, "2s", interval).Should(Succeed())
 
-	Expect(k.runtime.client.Delete(ctx, userSample)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(k.runtime.client.Delete(ctx, userSample)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		g.Expect(apierrors.IsNotFound(k.inRuntime(&appsv1.Deployment{}, "sample-manager"))).To(BeTrue())
@@ -161,7 +165,8 @@ func TestKymaDeletionWaitsForBlockingCustomResources(t *testing.T) {
 // TestIgnorePolicyCreatesNoCustomResource installs with Ignore: no default
 // CR, and the module is Ready on its manager alone.
 func TestIgnorePolicyCreatesNoCustomResource(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	sample := module(samplemodules.Sample)
 	sample.CustomResourcePolicy = v1beta2.CustomResourcePolicyIgnore
 	k := newKyma(t, sample)
@@ -169,7 +174,7 @@ func TestIgnorePolicyCreatesNoCustomResource(t *testing.T) {
 
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(samplemodules.SampleResource.GroupVersion().WithKind("Sample"))
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k.inRuntime(cr, "default"))).To(BeTrue())
 	}, "2s", interval).Should(Succeed())
 }
@@ -177,19 +182,20 @@ func TestIgnorePolicyCreatesNoCustomResource(t *testing.T) {
 // TestDebugLabel checks R12: the module's debug switch labels its resources
 // and pod templates; the Kyma's setting wins over the module's.
 func TestDebugLabel(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	sample := module(samplemodules.Sample)
 	sample.Debug = ptr.To(true)
 	k := newKyma(t, sample)
 	k.eventuallyReady(t)
 
 	deployment := &appsv1.Deployment{}
-	Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
-	Expect(deployment.Labels).To(HaveKeyWithValue(v1beta2.DebugLabel, "true"))
-	Expect(deployment.Spec.Template.Labels).To(HaveKeyWithValue(v1beta2.DebugLabel, "true"))
+	g.Expect(k.inRuntime(deployment, "sample-manager")).To(Succeed())
+	g.Expect(deployment.Labels).To(HaveKeyWithValue(v1beta2.DebugLabel, "true"))
+	g.Expect(deployment.Spec.Template.Labels).To(HaveKeyWithValue(v1beta2.DebugLabel, "true"))
 
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Debug = ptr.To(false) })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		d := &appsv1.Deployment{}
 		g.Expect(k.inRuntime(d, "sample-manager")).To(Succeed())
 		g.Expect(d.Labels).NotTo(HaveKey(v1beta2.DebugLabel))
@@ -200,7 +206,8 @@ func TestDebugLabel(t *testing.T) {
 // setChannel points a channel of a module's ModuleReleaseMeta at a version.
 func setChannel(t *testing.T, moduleName, channel, version string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		meta := samplemodules.ReleaseMeta(kcpNamespace, moduleName, nil)
 		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(meta), meta)).To(Succeed())
 		found := false

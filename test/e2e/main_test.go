@@ -5,7 +5,9 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,9 +34,12 @@ const (
 	pausedGroupLabel = "e2e.lifecycle-manager/paused-group"
 )
 
-// runtimeCount is how many kwok runtimes the tests share; a test holds one
-// at a time (see acquireRuntime).
-const runtimeCount = 2
+// runtimeCount is how many kwok runtimes the tests share. A test holds one
+// at a time (newKyma), so that is also how many tests run at once: they
+// spend their time waiting for the operator, not on the CPU. Tests that
+// read the operator's own counters or catalog-wide writes run alone, first,
+// without t.Parallel.
+const runtimeCount = 4
 
 var env struct {
 	kcp       *testcluster.ControlPlane
@@ -48,6 +53,15 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
+	// go test runs GOMAXPROCS parallel tests by default: two on a CI runner
+	// of two cores, which would leave runtimes idle. -parallel, when given,
+	// still wins.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(runtimeCount))
+	}
 	testenv.Main(m, testenv.Config{Name: "e2e", Runtimes: runtimeCount, Namespace: kcpNamespace}, setup)
 }
 

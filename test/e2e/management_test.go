@@ -22,12 +22,13 @@ import (
 // stops managing the module, leaves its resources, and removes its labels
 // from them.
 func TestUnmanagedModuleKeepsItsResources(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
 	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules[0].Managed = false })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, samplemodules.Evolving)
 		g.Expect(m.State).To(Equal(v1beta2.StateUnmanaged))
 		err := env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-evolving"}, &v1beta2.Manifest{})
@@ -35,16 +36,16 @@ func TestUnmanagedModuleKeepsItsResources(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, "evolving-config")).To(Succeed(), "resources stay")
-	Expect(cm.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel))
-	Expect(cm.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel))
+	g.Expect(k.inRuntime(cm, "evolving-config")).To(Succeed(), "resources stay")
+	g.Expect(cm.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel))
+	g.Expect(cm.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel))
 	k.eventuallyReady(t)
 
 	// The runtime's owner now owns them: remove them as they would, so that
 	// the next Kyma on this runtime does not find them in its way (a module
 	// never takes over objects that are not its own).
-	Expect(k.runtime.client.Delete(context.Background(), cm)).To(Succeed())
-	Expect(k.runtime.client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+	g.Expect(k.runtime.client.Delete(context.Background(), cm)).To(Succeed())
+	g.Expect(k.runtime.client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: "evolving-dropped-in-2", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
 }
 
@@ -52,15 +53,16 @@ func TestUnmanagedModuleKeepsItsResources(t *testing.T) {
 // whose Secret is gone for good: nothing can be cleaned up there, and the
 // Kyma must not hang on its finalizers.
 func TestKymaOfAVanishedRuntimeCanBeDeleted(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
-	Expect(env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace),
+	g.Expect(env.kcpClient.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(kcpNamespace),
 		client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
-	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
@@ -68,27 +70,28 @@ func TestKymaOfAVanishedRuntimeCanBeDeleted(t *testing.T) {
 	// What was in the runtime stays there: the operator could not reach it.
 	// Clean it up as the runtime's owner would, for the next test.
 	rc := k.runtime.client
-	Expect(rc.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(v1beta2.DefaultRuntimeNamespace),
+	g.Expect(rc.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(v1beta2.DefaultRuntimeNamespace),
 		client.MatchingLabels{v1beta2.KymaNameLabel: k.name})).To(Succeed())
 	remote := &v1beta2.Kyma{}
-	Expect(rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, remote)).To(Succeed())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, remote)).To(Succeed())
 	remote.Finalizers = nil
-	Expect(rc.Update(ctx, remote)).To(Succeed())
-	Expect(rc.Delete(ctx, remote)).To(Succeed())
+	g.Expect(rc.Update(ctx, remote)).To(Succeed())
+	g.Expect(rc.Delete(ctx, remote)).To(Succeed())
 }
 
 // TestUnchangedObjectsAreNotWritten checks that drift checks of a Ready
 // module do not write to the runtime when nothing drifted.
 func TestUnchangedObjectsAreNotWritten(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
+	g.Expect(k.inRuntime(cm, "evolving-config")).To(Succeed())
 	before := cm.ResourceVersion
 
 	// Several Ready intervals (2s in these tests) pass.
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		now := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(now, "evolving-config")).To(Succeed())
 		g.Expect(now.ResourceVersion).To(Equal(before))
@@ -98,17 +101,18 @@ func TestUnchangedObjectsAreNotWritten(t *testing.T) {
 // TestMetricsAndEvents checks that a module going Ready shows in the state
 // gauges and the time-to-ready histogram, and that the Kyma got an event.
 func TestMetricsAndEvents(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(gauge(g, "lifecycle_manager_module_state", map[string]string{"kyma": k.name, "module": "evolving", "state": "Ready"})).To(Equal(1.0))
 		g.Expect(gauge(g, "lifecycle_manager_kyma_state", map[string]string{"kyma": k.name, "state": "Ready"})).To(Equal(1.0))
 		g.Expect(histogramCount(g, "lifecycle_manager_module_time_to_ready_seconds", map[string]string{"module": "evolving"})).To(BeNumerically(">", 0))
 	}, timeout, interval).Should(Succeed())
 
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(env.kcpClient.List(context.Background(), events, client.InNamespace(kcpNamespace))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(And(

@@ -155,9 +155,10 @@ spec:
 // default CR and the manager) and its channel.
 func (m templateOperator) publish(t *testing.T) {
 	t.Helper()
+	g := NewWithT(t)
 	content := ociartifact.Module{CRDs: []byte(m.crdYAML()), RawManifest: []byte(m.manifestYAML())}
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:1.0.0", env.registry.Host(), m.name), content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	defaultCR := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"resourceFilePath": "./module-data/yamls"}}}
 	defaultCR.SetGroupVersionKind(m.kind())
 	defaultCR.SetName("default")
@@ -166,7 +167,7 @@ func (m templateOperator) publish(t *testing.T) {
 		GroupVersionKind: metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 		Namespace:        m.namespace, Name: "manager",
 	}
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	newReleaseMeta(t, m.name, map[string]string{"regular": "1.0.0"})
 }
@@ -238,12 +239,13 @@ func (m templateOperator) leftovers(ctx context.Context, rc client.Client) []str
 // and waits until it is Ready, with every part of it in the runtime.
 func installTemplateOperator(t *testing.T, name string) (*testKyma, templateOperator) {
 	t.Helper()
+	g := NewWithT(t)
 	m := newTemplateOperator(name)
 	m.publish(t)
 	k := newKymaFor(t, m, module(name))
 	k.eventuallyModuleReady(t, name)
-	Expect(m.leftovers(context.Background(), k.runtime.client)).To(HaveLen(8), "every part of the module is installed")
-	Eventually(func(g Gomega) {
+	g.Expect(m.leftovers(context.Background(), k.runtime.client)).To(HaveLen(8), "every part of the module is installed")
+	g.Eventually(func(g Gomega) {
 		g.Expect(manifestKstatus(g, k, name).Status).To(Equal(status.CurrentStatus))
 	}, timeout, interval).Should(Succeed())
 	return k, m
@@ -314,9 +316,10 @@ func condition(m *v1beta2.Manifest, typ string) metav1.Condition {
 // returns how long all of it took from start.
 func expectRemovedWithin(t *testing.T, k *testKyma, m templateOperator, start time.Time) time.Duration {
 	t.Helper()
+	g := NewWithT(t)
 	ctx := context.Background()
 	var manifestGone time.Duration
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, m.name)}, &v1beta2.Manifest{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Manifest is still there")
 		if manifestGone == 0 {
@@ -333,11 +336,12 @@ func expectRemovedWithin(t *testing.T, k *testKyma, m templateOperator, start ti
 // few hundred milliseconds), until the returned function is called.
 func observeReady(t *testing.T, k *testKyma, moduleName string) func() []metav1.Condition {
 	t.Helper()
+	g := NewWithT(t)
 	wc, err := client.NewWithWatch(env.kcp.Config(), client.Options{Scheme: env.kcpClient.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(context.Background(), &v1beta2.ManifestList{}, client.InNamespace(kcpNamespace),
 		client.MatchingFields{"metadata.name": kyma.ManifestName(k.name, moduleName)})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	var seen []metav1.Condition
 	done := make(chan struct{})
 	go func() {
@@ -358,9 +362,9 @@ func observeReady(t *testing.T, k *testKyma, moduleName string) func() []metav1.
 // expectOwnResourcesNeverBlocked checks the Ready conditions a removal went
 // through: the module's own custom resources (the shipped instance, the
 // default CR) are never reported as someone else's that block it.
-func expectOwnResourcesNeverBlocked(seen []metav1.Condition) {
-	Expect(seen).NotTo(BeEmpty())
-	Expect(seen).NotTo(ContainElement(HaveField("Reason", "WaitingForCustomResources")),
+func expectOwnResourcesNeverBlocked(g Gomega, seen []metav1.Condition) {
+	g.Expect(seen).NotTo(BeEmpty())
+	g.Expect(seen).NotTo(ContainElement(HaveField("Reason", "WaitingForCustomResources")),
 		"the module's own custom resources were reported as blocking its removal")
 }
 
@@ -373,14 +377,15 @@ func expectOwnResourcesNeverBlocked(seen []metav1.Condition) {
 // still reported it, while its operator finalized it, as a resource "to be
 // deleted by its owner".)
 func TestModuleRemovalOfATemplateOperatorLikeModule(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k, m := installTemplateOperator(t, "tpl-removal")
 
 	observed := observeReady(t, k, m.name)
 	start := time.Now()
 	k.withModules(t)
 	took := expectRemovedWithin(t, k, m, start)
-	expectOwnResourcesNeverBlocked(observed())
+	expectOwnResourcesNeverBlocked(g, observed())
 	t.Logf("Template-operator-like module removed (Kyma spec dropped it) in %s", took.Round(100*time.Millisecond))
 	k.eventuallyReady(t)
 }
@@ -389,16 +394,17 @@ func TestModuleRemovalOfATemplateOperatorLikeModule(t *testing.T) {
 // template-operator-like module: the Kyma and every part of the module are
 // gone within seconds.
 func TestKymaDeletionOfATemplateOperatorLikeModule(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k, m := installTemplateOperator(t, "tpl-kyma-deletion")
 
 	observed := observeReady(t, k, m.name)
 	start := time.Now()
-	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
+	g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
 	took := expectRemovedWithin(t, k, m, start)
-	expectOwnResourcesNeverBlocked(observed())
-	Eventually(func(g Gomega) {
+	expectOwnResourcesNeverBlocked(g, observed())
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}, removalBound-took, interval).Should(Succeed())
@@ -413,7 +419,8 @@ func TestKymaDeletionOfATemplateOperatorLikeModule(t *testing.T) {
 // must stay for the user's resource), and deleting it lets the removal
 // finish.
 func TestKymaDeletionBlockedByAUsersCustomResource(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k, m := installTemplateOperator(t, "tpl-blocked")
 	rc := k.runtime.client
@@ -422,12 +429,12 @@ func TestKymaDeletionBlockedByAUsersCustomResource(t *testing.T) {
 	users.SetGroupVersionKind(m.kind())
 	users.SetNamespace(v1beta2.DefaultRuntimeNamespace)
 	users.SetName("users-sample")
-	Expect(rc.Create(ctx, users)).To(Succeed())
+	g.Expect(rc.Create(ctx, users)).To(Succeed())
 
 	observed := observeReady(t, k, m.name)
-	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
+	g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
 	const named = "TemplateSample kyma-system/users-sample"
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		manifest := k.manifest(g, m.name)
 		g.Expect(manifest.Status.State).To(Equal(v1beta2.StateDeleting))
 		ready := condition(manifest, v1beta2.ConditionReady)
@@ -449,17 +456,17 @@ func TestKymaDeletionBlockedByAUsersCustomResource(t *testing.T) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.namespace, Name: "manager"}},
 		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: m.crdName()}},
 	} {
-		Expect(rc.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed(), "nothing else is removed while a user's resource blocks")
-		Expect(kept.GetDeletionTimestamp()).To(BeNil())
+		g.Expect(rc.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed(), "nothing else is removed while a user's resource blocks")
+		g.Expect(kept.GetDeletionTimestamp()).To(BeNil())
 	}
 
 	start := time.Now()
-	Expect(rc.Delete(ctx, users)).To(Succeed())
+	g.Expect(rc.Delete(ctx, users)).To(Succeed())
 	took := expectRemovedWithin(t, k, m, start)
 	t.Logf("Removal finished %s after the user's resource was deleted", took.Round(100*time.Millisecond))
 	for _, c := range observed() {
 		if c.Reason == "WaitingForCustomResources" {
-			Expect(c.Message).NotTo(Or(ContainSubstring("/shipped"), ContainSubstring("/default")), "only the user's resource blocks")
+			g.Expect(c.Message).NotTo(Or(ContainSubstring("/shipped"), ContainSubstring("/default")), "only the user's resource blocks")
 		}
 	}
 }
@@ -480,12 +487,13 @@ func sampleRef(m templateOperator, namespace, name string) client.Object {
 // condition, and an ownership conflict is Failed with Stalled=True (only a
 // person can fix it).
 func TestManifestKstatusInEachState(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const broken, conflicting = "kstatus-broken-link", "kstatus-conflict"
 	link := fmt.Sprintf("oci://%s/modules/%s@sha256:%064x", env.registry.Host(), broken, 1)
 	template := samplemodules.Version{Module: broken, Version: "1.0.0"}.Template(kcpNamespace, map[string]string{v1beta2.RawManifestResourceName: link})
-	Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	newReleaseMeta(t, broken, map[string]string{"regular": "1.0.0"})
 	rawModule(t, conflicting, configMapYAML("", "owners-kstatus", "from", "module"))
@@ -497,7 +505,7 @@ func TestManifestKstatusInEachState(t *testing.T) {
 
 	expect := func(moduleName string, state v1beta2.State, reason, reconciling string, stalled bool, kstatus status.Status) {
 		t.Helper()
-		Eventually(func(g Gomega) {
+		g.Eventually(func(g Gomega) {
 			m := k.manifest(g, moduleName)
 			ready := condition(m, v1beta2.ConditionReady)
 			g.Expect(m.Status.State).To(Equal(state), "%s: %+v", moduleName, ready)
@@ -509,8 +517,8 @@ func TestManifestKstatusInEachState(t *testing.T) {
 		}, timeout, interval).Should(Succeed())
 	}
 	expect(broken, v1beta2.StateError, "ContentFailed", v1beta2.ReasonProgressingWithRetry, false, status.InProgressStatus)
-	Expect(condition(k.manifest(Default, broken), v1beta2.ConditionReady).Message).To(ContainSubstring("the registry answered 404 Not Found"))
-	Eventually(func(g Gomega) {
+	g.Expect(condition(k.manifest(g, broken), v1beta2.ConditionReady).Message).To(ContainSubstring("the registry answered 404 Not Found"))
+	g.Eventually(func(g Gomega) {
 		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, broken))).To(ContainElement(ContainSubstring("the registry has no such layer")),
 			"the raw error is in an event")
 	}, timeout, interval).Should(Succeed())
@@ -518,7 +526,7 @@ func TestManifestKstatusInEachState(t *testing.T) {
 
 	// The sample operator reports what the default CR's label asks for.
 	setSampleState := func(state string) {
-		Eventually(func(g Gomega) {
+		g.Eventually(func(g Gomega) {
 			cr := &unstructured.Unstructured{}
 			cr.SetGroupVersionKind(samplemodules.SampleResource.GroupVersion().WithKind("Sample"))
 			g.Expect(k.inRuntime(cr, "default")).To(Succeed())
@@ -533,7 +541,7 @@ func TestManifestKstatusInEachState(t *testing.T) {
 	setSampleState("Error")
 	expect(samplemodules.Sample, v1beta2.StateError, "ModuleError", v1beta2.ReasonProgressingWithRetry, false, status.InProgressStatus)
 	setSampleState("Ready")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.manifest(g, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady))
 		g.Expect(condition(m, v1beta2.ConditionReady).Status).To(Equal(metav1.ConditionTrue))

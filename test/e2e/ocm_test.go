@@ -50,6 +50,7 @@ spec:
 // operator reads the resources from the registry.
 func publishKLM(t *testing.T, module, version string, blobs []ocmtest.Blob, lookup bool) {
 	t.Helper()
+	g := NewWithT(t)
 	ctx := context.Background()
 	descriptor, err := ocmtest.Push(ctx, env.registry.Host()+"/kyma-modules", ocmtest.ComponentVersion{
 		Name: klmComponent(module), Version: version, Blobs: blobs,
@@ -58,13 +59,13 @@ func publishKLM(t *testing.T, module, version string, blobs []ocmtest.Blob, look
 			"access": map[string]any{"type": "ociArtifact", "imageReference": "europe-docker.pkg.dev/kyma-project/prod/" + module + ":" + version},
 		}},
 	}, name.Insecure)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	if lookup {
 		var d map[string]any
-		Expect(json.Unmarshal(descriptor, &d)).To(Succeed())
+		g.Expect(json.Unmarshal(descriptor, &d)).To(Succeed())
 		delete(d["component"].(map[string]any), "resources")
 		descriptor, err = json.Marshal(d)
-		Expect(err).NotTo(HaveOccurred())
+		g.Expect(err).NotTo(HaveOccurred())
 	}
 	template := &v1beta2.ModuleTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: module + "-" + version, Namespace: kcpNamespace},
@@ -75,7 +76,7 @@ func publishKLM(t *testing.T, module, version string, blobs []ocmtest.Blob, look
 			Info:       &v1beta2.ModuleInfo{Repository: "https://github.com/kyma-project/" + module, Documentation: "https://kyma-project.io"},
 		},
 	}
-	Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 }
 
@@ -83,9 +84,10 @@ func publishKLM(t *testing.T, module, version string, blobs []ocmtest.Blob, look
 // naming the OCM component.
 func newKLMReleaseMeta(t *testing.T, module string, channels map[string]string) {
 	t.Helper()
+	g := NewWithT(t)
 	meta := samplemodules.ReleaseMeta(kcpNamespace, module, channels)
 	meta.Spec.OcmComponentName = klmComponent(module)
-	Expect(env.kcpClient.Create(context.Background(), meta)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), meta)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), meta) })
 }
 
@@ -94,19 +96,21 @@ func newKLMReleaseMeta(t *testing.T, module string, channels map[string]string) 
 // their own, and a file that is not a manifest.
 func klmManifestDir(t *testing.T, module, version string) ocmtest.Blob {
 	t.Helper()
+	g := NewWithT(t)
 	tgz, err := ocmtest.TarGz(map[string][]byte{
 		"manifests/README.md":   []byte("# " + module),
 		"manifests/crd.yaml":    klmCRD(module),
 		"manifests/config.yaml": goodManifest(module, version),
 	})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	return ocmtest.Blob{Name: "raw-manifest", Type: "directory", MediaType: "application/x-tgz", Data: tgz}
 }
 
 func klmDefaultCR(t *testing.T, module string) ocmtest.Blob {
 	t.Helper()
+	g := NewWithT(t)
 	tarred, err := ocmtest.Tar(map[string][]byte{"default-cr.yaml": fmt.Appendf(nil, "apiVersion: %s.e2e.example/v1alpha1\nkind: Shop\nmetadata:\n  name: default\n", module)})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	return ocmtest.Blob{Name: "default-cr", Type: "directory", MediaType: "application/x-tar", Data: tarred}
 }
 
@@ -117,7 +121,8 @@ func klmDefaultCR(t *testing.T, module string) ocmtest.Blob {
 // from the component version in the registry (a descriptor that names
 // only the component version).
 func TestKLMPublishedModuleInstalls(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "klm-shop"
 	publishKLM(t, name, "1.0.0", []ocmtest.Blob{klmManifestDir(t, name, "1.0.0"), klmDefaultCR(t, name)}, false)
@@ -129,8 +134,8 @@ func TestKLMPublishedModuleInstalls(t *testing.T) {
 	crd := &unstructured.Unstructured{}
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
-	Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: "shops." + name + ".e2e.example"}, crd)).To(Succeed(), "every manifest of the packed directory is installed")
-	Eventually(func(g Gomega) {
+	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: "shops." + name + ".e2e.example"}, crd)).To(Succeed(), "every manifest of the packed directory is installed")
+	g.Eventually(func(g Gomega) {
 		m := k.manifest(g, name)
 		g.Expect(m.Spec.Resources).To(ConsistOf(HaveField("Link", HavePrefix(
 			fmt.Sprintf("oci://%s/kyma-modules/component-descriptors/%s@sha256:", env.registry.Host(), klmComponent(name))))),
@@ -148,15 +153,16 @@ func TestKLMPublishedModuleInstalls(t *testing.T) {
 	setChannel(t, name, "regular", "2.0.0")
 	expectModuleReadyAt(t, k, name, "2.0.0")
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, name+"-config")).To(Succeed())
-	Expect(cm.Labels).To(HaveKeyWithValue(v1beta2.KymaNameLabel, k.name), "installed and owned like any module")
+	g.Expect(k.inRuntime(cm, name+"-config")).To(Succeed())
+	g.Expect(cm.Labels).To(HaveKeyWithValue(v1beta2.KymaNameLabel, k.name), "installed and owned like any module")
 }
 
 // A component version whose descriptor lacks the raw manifest is the
 // module's Error, saying which resource is missing and which there are;
 // what is installed stays. Publishing a good version fixes it.
 func TestKLMDescriptorMissingResourceIsError(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "klm-broken"
 	publishKLM(t, name, "1.0.0", []ocmtest.Blob{klmManifestDir(t, name, "1.0.0")}, false)
 	newKLMReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
@@ -165,7 +171,7 @@ func TestKLMDescriptorMissingResourceIsError(t *testing.T) {
 
 	publishKLM(t, name, "2.0.0", []ocmtest.Blob{klmDefaultCR(t, name)}, false)
 	setChannel(t, name, "regular", "2.0.0")
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, name)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring(`component %s:2.0.0 has no resource "raw-manifest" (it has resources default-cr, module-image)`, klmComponent(name)))
@@ -173,9 +179,9 @@ func TestKLMDescriptorMissingResourceIsError(t *testing.T) {
 		g.Expect(k.get(g).Status.State).To(Equal(v1beta2.StateError))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, name+"-config")).To(Succeed(), "a bad descriptor deletes nothing")
-	Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"))
-	Expect(k.manifest(Default, name).Spec.Version).To(Equal("1.0.0"), "the Manifest is left as it was")
+	g.Expect(k.inRuntime(cm, name+"-config")).To(Succeed(), "a bad descriptor deletes nothing")
+	g.Expect(cm.Data).To(HaveKeyWithValue("version", "1.0.0"))
+	g.Expect(k.manifest(g, name).Spec.Version).To(Equal("1.0.0"), "the Manifest is left as it was")
 
 	publishKLM(t, name, "2.0.1", []ocmtest.Blob{klmManifestDir(t, name, "2.0.1")}, false)
 	setChannel(t, name, "regular", "2.0.1")

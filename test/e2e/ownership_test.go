@@ -66,7 +66,8 @@ func (k *testKyma) withModules(t *testing.T, modules ...v1beta2.Module) {
 // means its removal from the runtime finished.
 func (k *testKyma) eventuallyManifestGone(t *testing.T, moduleName string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-" + moduleName}, &v1beta2.Manifest{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Manifest of %s still there", moduleName)
 	}, timeout, interval).Should(Succeed())
@@ -76,7 +77,8 @@ func (k *testKyma) eventuallyManifestGone(t *testing.T, moduleName string) {
 // may still be Ready from before the module was added.
 func (k *testKyma) eventuallyModuleReady(t *testing.T, moduleName string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, moduleName)
 		g.Expect(m.State).To(Equal(v1beta2.StateReady), m.Message)
 	}, timeout, interval).Should(Succeed())
@@ -84,7 +86,8 @@ func (k *testKyma) eventuallyModuleReady(t *testing.T, moduleName string) {
 
 func (k *testKyma) eventuallyModuleConflict(t *testing.T, moduleName string, names ...string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, moduleName)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		for _, name := range names {
@@ -100,7 +103,8 @@ func (k *testKyma) eventuallyModuleConflict(t *testing.T, moduleName string, nam
 // sync namespace exists.
 func (k *testKyma) createInRuntime(t *testing.T, obj client.Object) {
 	t.Helper()
-	Eventually(func() error {
+	g := NewWithT(t)
+	g.Eventually(func() error {
 		return k.runtime.client.Create(context.Background(), obj)
 	}, timeout, interval).Should(Succeed())
 	t.Cleanup(func() { _ = k.runtime.client.Delete(context.Background(), obj) })
@@ -111,7 +115,8 @@ func (k *testKyma) createInRuntime(t *testing.T, obj client.Object) {
 // over; removing it leaves the first one's objects; removing the first
 // deletes its ClusterRole, and the second then installs on its own.
 func TestOwnershipOverlappingModules(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const first, second, shared = "overlap-first", "overlap-second", "overlap-shared"
 	rawModule(t, first, clusterRoleYAML(shared), configMapYAML("", first+"-config", "module", first))
@@ -120,22 +125,22 @@ func TestOwnershipOverlappingModules(t *testing.T) {
 	k := newKyma(t, module(first))
 	k.eventuallyReady(t)
 	role := &rbacv1.ClusterRole{}
-	Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
+	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
 	firstRoleUID := role.UID
 
 	k.withModules(t, module(first), module(second))
 	k.eventuallyModuleConflict(t, second, "ClusterRole "+shared+" (module "+first+"'s)")
-	Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
-	Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, first), "the second module takes nothing over")
-	Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, second+"-config"))).To(BeTrue(), "a conflicting module version is not applied")
+	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
+	g.Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, first), "the second module takes nothing over")
+	g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, second+"-config"))).To(BeTrue(), "a conflicting module version is not applied")
 
 	// Removing the second module leaves the first one's objects.
 	k.withModules(t, module(first))
 	k.eventuallyManifestGone(t, second)
-	Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
-	Expect(role.UID).To(Equal(firstRoleUID))
-	Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, first))
-	Expect(k.inRuntime(&corev1.ConfigMap{}, first+"-config")).To(Succeed())
+	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
+	g.Expect(role.UID).To(Equal(firstRoleUID))
+	g.Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, first))
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, first+"-config")).To(Succeed())
 	k.eventuallyReady(t)
 
 	// Removing the first deletes what it created; the second then installs.
@@ -143,19 +148,20 @@ func TestOwnershipOverlappingModules(t *testing.T) {
 	k.eventuallyModuleConflict(t, second, "ClusterRole "+shared)
 	k.withModules(t, module(second))
 	k.eventuallyManifestGone(t, first)
-	Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, first+"-config"))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, first+"-config"))).To(BeTrue())
 	k.eventuallyReady(t)
-	Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
-	Expect(role.UID).NotTo(Equal(firstRoleUID), "the second module created its own")
-	Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, second))
-	Expect(k.inRuntime(&corev1.ConfigMap{}, second+"-config")).To(Succeed())
+	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: shared}, role)).To(Succeed())
+	g.Expect(role.UID).NotTo(Equal(firstRoleUID), "the second module created its own")
+	g.Expect(role.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, second))
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, second+"-config")).To(Succeed())
 }
 
 // TestOwnershipRuntimeOwnersObjectIsNotTakenOver has a module ship an object
 // that the runtime owner created under the same name: it is not written,
 // the module reports the conflict, and removing the module leaves it.
 func TestOwnershipRuntimeOwnersObjectIsNotTakenOver(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "owners-object"
 	rawModule(t, name, configMapYAML("", "owners-settings", "from", "module"), configMapYAML("", name+"-config", "module", name))
@@ -169,22 +175,22 @@ func TestOwnershipRuntimeOwnersObjectIsNotTakenOver(t *testing.T) {
 
 	k.withModules(t, module(name))
 	k.eventuallyModuleConflict(t, name, "ConfigMap kyma-system/owners-settings (not created by lifecycle-manager)", v1beta2.AdoptAnnotation)
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(env.kcpClient.List(ctx, events, client.InNamespace(kcpNamespace))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(And(HaveField("Regarding.Name", k.name+"-"+name), HaveField("Reason", "OwnershipConflict"))))
 	}, timeout, interval).Should(Succeed())
 	got := &corev1.ConfigMap{}
-	Expect(k.inRuntime(got, "owners-settings")).To(Succeed())
-	Expect(got.Data).To(Equal(map[string]string{"from": "owner"}), "the runtime owner's object is not overwritten")
-	Expect(got.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel))
-	Expect(got.ResourceVersion).To(Equal(owners.ResourceVersion), "never written")
+	g.Expect(k.inRuntime(got, "owners-settings")).To(Succeed())
+	g.Expect(got.Data).To(Equal(map[string]string{"from": "owner"}), "the runtime owner's object is not overwritten")
+	g.Expect(got.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel))
+	g.Expect(got.ResourceVersion).To(Equal(owners.ResourceVersion), "never written")
 
 	k.withModules(t)
 	k.eventuallyManifestGone(t, name)
-	Expect(k.inRuntime(got, "owners-settings")).To(Succeed(), "removing the module leaves the runtime owner's object")
-	Expect(got.Data).To(Equal(map[string]string{"from": "owner"}))
-	Expect(got.ResourceVersion).To(Equal(owners.ResourceVersion))
+	g.Expect(k.inRuntime(got, "owners-settings")).To(Succeed(), "removing the module leaves the runtime owner's object")
+	g.Expect(got.Data).To(Equal(map[string]string{"from": "owner"}))
+	g.Expect(got.ResourceVersion).To(Equal(owners.ResourceVersion))
 }
 
 // TestOwnershipNamespaces installs a module that ships the sync namespace,
@@ -193,7 +199,8 @@ func TestOwnershipRuntimeOwnersObjectIsNotTakenOver(t *testing.T) {
 // deletes the namespace it alone uses, and leaves the shared one to the
 // other module, with that module's object in it.
 func TestOwnershipNamespaces(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const creator, guest = "spaces-creator", "spaces-guest"
 	const shared, solo = "spaces-shared", "spaces-solo"
@@ -211,32 +218,32 @@ func TestOwnershipNamespaces(t *testing.T) {
 
 	rc := k.runtime.client
 	syncNamespace := &corev1.Namespace{}
-	Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, syncNamespace)).To(Succeed())
-	Expect(syncNamespace.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel), "the sync namespace is not taken over")
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, syncNamespace)).To(Succeed())
+	g.Expect(syncNamespace.Labels).NotTo(HaveKey(v1beta2.ManagedByLabel), "the sync namespace is not taken over")
 	ns := &corev1.Namespace{}
-	Expect(rc.Get(ctx, client.ObjectKey{Name: shared}, ns)).To(Succeed())
-	Expect(ns.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, creator), "the guest uses the namespace as it is")
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: shared}, ns)).To(Succeed())
+	g.Expect(ns.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, creator), "the guest uses the namespace as it is")
 	t.Cleanup(func() {
 		_ = rc.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shared}})
 	})
 
 	k.withModules(t, module(samplemodules.Evolving), module(guest))
 	k.eventuallyManifestGone(t, creator)
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		gone := &corev1.Namespace{}
 		err := rc.Get(ctx, client.ObjectKey{Name: solo}, gone)
 		g.Expect(apierrors.IsNotFound(err) || gone.DeletionTimestamp != nil).To(BeTrue(), "the namespace the module alone used is deleted")
 	}, timeout, interval).Should(Succeed())
-	Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, syncNamespace)).To(Succeed())
-	Expect(syncNamespace.DeletionTimestamp).To(BeNil(), "the sync namespace is never deleted by a module")
-	Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-config")).To(Succeed(), "another module's object in the sync namespace stays")
-	Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, creator+"-config"))).To(BeTrue())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, syncNamespace)).To(Succeed())
+	g.Expect(syncNamespace.DeletionTimestamp).To(BeNil(), "the sync namespace is never deleted by a module")
+	g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-config")).To(Succeed(), "another module's object in the sync namespace stays")
+	g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, creator+"-config"))).To(BeTrue())
 
-	Expect(rc.Get(ctx, client.ObjectKey{Name: shared}, ns)).To(Succeed())
-	Expect(ns.DeletionTimestamp).To(BeNil(), "a namespace another module uses is not deleted")
-	Expect(ns.Labels).NotTo(HaveKey(v1beta2.ModuleNameLabel), "it is released")
-	Expect(rc.Get(ctx, client.ObjectKey{Namespace: shared, Name: guest + "-inside"}, &corev1.ConfigMap{})).To(Succeed(), "the other module's object in it stays")
-	Eventually(func(g Gomega) {
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: shared}, ns)).To(Succeed())
+	g.Expect(ns.DeletionTimestamp).To(BeNil(), "a namespace another module uses is not deleted")
+	g.Expect(ns.Labels).NotTo(HaveKey(v1beta2.ModuleNameLabel), "it is released")
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: shared, Name: guest + "-inside"}, &corev1.ConfigMap{})).To(Succeed(), "the other module's object in it stays")
+	g.Eventually(func(g Gomega) {
 		err := rc.Get(ctx, client.ObjectKey{Namespace: shared, Name: creator + "-inside"}, &corev1.ConfigMap{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the module's own object in it is deleted")
 	}, timeout, interval).Should(Succeed())
@@ -247,7 +254,8 @@ func TestOwnershipNamespaces(t *testing.T) {
 // of the runtime owner: it is adopted (labelled, written, recorded as
 // adopted), and on removal released, not deleted.
 func TestOwnershipAdoptionAllowed(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "adopter"
 	rawModule(t, name, configMapYAML("", "adoptee", "from", "module", v1beta2.AdoptAnnotation+`: "true"`))
 
@@ -261,20 +269,20 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 	k.withModules(t, module(name))
 	k.eventuallyModuleReady(t, name)
 	adopted := &corev1.ConfigMap{}
-	Expect(k.inRuntime(adopted, "adoptee")).To(Succeed())
-	Expect(adopted.UID).To(Equal(owners.UID), "adopted, not recreated")
-	Expect(adopted.Data).To(HaveKeyWithValue("from", "module"))
-	Expect(adopted.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, name))
-	Expect(adopted.Annotations).To(HaveKeyWithValue(v1beta2.AdoptedAnnotation, "true"))
+	g.Expect(k.inRuntime(adopted, "adoptee")).To(Succeed())
+	g.Expect(adopted.UID).To(Equal(owners.UID), "adopted, not recreated")
+	g.Expect(adopted.Data).To(HaveKeyWithValue("from", "module"))
+	g.Expect(adopted.Labels).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, name))
+	g.Expect(adopted.Annotations).To(HaveKeyWithValue(v1beta2.AdoptedAnnotation, "true"))
 
 	k.withModules(t)
 	k.eventuallyManifestGone(t, name)
 	released := &corev1.ConfigMap{}
-	Expect(k.inRuntime(released, "adoptee")).To(Succeed(), "an adopted object is released, not deleted")
-	Expect(released.UID).To(Equal(owners.UID))
-	Expect(released.Labels).To(Equal(map[string]string{"app": "owners"}))
-	Expect(released.Annotations).NotTo(HaveKey(v1beta2.AdoptedAnnotation))
-	Expect(released.Annotations).NotTo(HaveKey(v1beta2.OwnedByAnnotation))
+	g.Expect(k.inRuntime(released, "adoptee")).To(Succeed(), "an adopted object is released, not deleted")
+	g.Expect(released.UID).To(Equal(owners.UID))
+	g.Expect(released.Labels).To(Equal(map[string]string{"app": "owners"}))
+	g.Expect(released.Annotations).NotTo(HaveKey(v1beta2.AdoptedAnnotation))
+	g.Expect(released.Annotations).NotTo(HaveKey(v1beta2.OwnedByAnnotation))
 }
 
 // crdYAML defines kind (namespaced, v1, any fields) in the group
@@ -307,7 +315,8 @@ var widgetKind = schema.GroupVersionKind{Group: "ownership.e2e.example", Version
 // does): it is the module's, so removing the Kyma removes it with the module
 // instead of waiting for it forever.
 func TestOwnershipOwnCustomResourceDoesNotBlockRemoval(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "self-widget"
 	publish(t, env.registry, name, "1.0.0", ociartifact.Module{
@@ -320,15 +329,15 @@ func TestOwnershipOwnCustomResourceDoesNotBlockRemoval(t *testing.T) {
 	k.eventuallyReady(t)
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(widgetKind)
-	Expect(k.inRuntime(widget, "shipped")).To(Succeed())
+	g.Expect(k.inRuntime(widget, "shipped")).To(Succeed())
 
-	Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		kyma := &v1beta2.Kyma{}
 		err := env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, kyma)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Kyma deletion hangs: %s", describe(kyma))
 	}, timeout, interval).Should(Succeed())
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		err := k.runtime.client.Get(ctx, client.ObjectKey{Name: "widgets.ownership.e2e.example"}, crd)
 		g.Expect(apierrors.IsNotFound(err) || crd.DeletionTimestamp != nil).To(BeTrue(), "the module's CRD is removed")
@@ -340,7 +349,8 @@ func TestOwnershipOwnCustomResourceDoesNotBlockRemoval(t *testing.T) {
 // default one: the module uses it as it is, and its removal does not delete
 // it.
 func TestOwnershipDefaultCustomResourceOfTheRuntimeOwnerIsNotDeleted(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const provider, name = "gadget-provider", "gadget-user"
 	gadgetKind := schema.GroupVersionKind{Group: "ownership.e2e.example", Version: "v1", Kind: "Gadget"}
@@ -353,9 +363,9 @@ func TestOwnershipDefaultCustomResourceOfTheRuntimeOwnerIsNotDeleted(t *testing.
 	defaultCR.SetName("default")
 	content := ociartifact.Module{RawManifest: goodManifest(name, "1.0.0")}
 	artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:1.0.0", env.registry.Host(), name), content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := samplemodules.Version{Module: name, Version: "1.0.0", DefaultCR: defaultCR}.Template(kcpNamespace, artifact.Links)
-	Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
 
@@ -373,12 +383,12 @@ func TestOwnershipDefaultCustomResourceOfTheRuntimeOwnerIsNotDeleted(t *testing.
 	k.eventuallyModuleReady(t, name)
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(gadgetKind)
-	Expect(k.inRuntime(got, "default")).To(Succeed())
-	Expect(got.GetUID()).To(Equal(owners.GetUID()))
-	Expect(got.GetLabels()).NotTo(HaveKey(v1beta2.ManagedByLabel), "the runtime owner's resource is not written")
+	g.Expect(k.inRuntime(got, "default")).To(Succeed())
+	g.Expect(got.GetUID()).To(Equal(owners.GetUID()))
+	g.Expect(got.GetLabels()).NotTo(HaveKey(v1beta2.ManagedByLabel), "the runtime owner's resource is not written")
 
 	k.withModules(t, module(provider))
 	k.eventuallyManifestGone(t, name)
-	Expect(k.inRuntime(got, "default")).To(Succeed(), "the module's removal does not delete the runtime owner's resource")
-	Expect(got.GetUID()).To(Equal(owners.GetUID()))
+	g.Expect(k.inRuntime(got, "default")).To(Succeed(), "the module's removal does not delete the runtime owner's resource")
+	g.Expect(got.GetUID()).To(Equal(owners.GetUID()))
 }

@@ -85,25 +85,27 @@ func (s staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
 // credentials and creates its ModuleTemplate.
 func (p *privateRegistry) publish(t *testing.T, module, version string) {
 	t.Helper()
+	g := NewWithT(t)
 	p.mu.Lock()
 	push := staticKeychain{Username: p.user, Password: p.password}
 	p.mu.Unlock()
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:%s", p.host(), module, version),
 		ociartifact.Module{RawManifest: goodManifest(module, version)}.Layers(), ociartifact.Insecure(), ociartifact.WithKeychain(push))
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := samplemodules.Version{Module: module, Version: version}.Template(kcpNamespace, artifact.Links)
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 }
 
 // setRegistryCredentials writes the operator's dockerconfigjson Secret.
 func setRegistryCredentials(t *testing.T, dockerConfig string) {
 	t.Helper()
+	g := NewWithT(t)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: registryCredentialsSecret, Namespace: kcpNamespace},
 		Type:       corev1.SecretTypeDockerConfigJson,
 	}
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		err := env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(secret), secret)
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 		secret.Data = map[string][]byte{corev1.DockerConfigJsonKey: []byte(dockerConfig)}
@@ -125,9 +127,10 @@ func dockerConfig(host, user, password string) string {
 // control plane or the runtime, nor any event quotes any of the secrets.
 func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string, secrets ...string) {
 	t.Helper()
+	g := NewWithT(t)
 	var shown string
 	defer func() { t.Logf("Module %s: %s", module, shown) }()
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
 		shown = m.Message
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
@@ -149,7 +152,7 @@ func expectModuleErrorWithout(t *testing.T, k *testKyma, module, message string,
 // after the registry's password and the Secret are rotated, without a
 // restart. No status quotes a password.
 func TestPrivateRegistryCredentialsAreReadLive(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
 	ctx := context.Background()
 	const (
 		name      = "private-module"

@@ -27,20 +27,21 @@ import (
 // is then false: the runtime must get its CRDs, its own Kyma, the catalog
 // and its modules back, and the Kyma must become Ready again.
 func TestRemoteRuntimeReplacedWithEmptyServer(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Sample), module(samplemodules.Evolving))
 	k.eventuallyReady(t)
-	Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
 
 	k.pause(t)
 
-	Expect(k.runtime.cluster.ReplaceWithEmpty(ctx)).To(Succeed())
+	g.Expect(k.runtime.cluster.ReplaceWithEmpty(ctx)).To(Succeed())
 	err := k.runtime.client.Get(ctx, client.ObjectKey{Name: kyma.RuntimeCRDs[0]}, &apiextensionsv1.CustomResourceDefinition{})
-	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the new API server is empty: %v", err)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the new API server is empty: %v", err)
 
 	k.update(t, func(kyma *v1beta2.Kyma) { delete(kyma.Labels, v1beta2.SkipReconciliationLabel) })
-	Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
 	k.eventuallyReady(t)
 }
 
@@ -50,30 +51,31 @@ func TestRemoteRuntimeReplacedWithEmptyServer(t *testing.T) {
 // own Kyma, the catalog and the modules at once, without the Kyma reporting
 // the runtime unusable on the way.
 func TestRemoteSecretMovedToAnotherRuntime(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Sample), module(samplemodules.Evolving))
 	k.eventuallyReady(t)
-	Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { k.expectSynced(g, k.runtime) }, timeout, interval).Should(Succeed())
 
 	// The second runtime of the pool; the first one, left behind with
 	// everything on it, is wiped and goes back to the pool clean.
 	old, moved := k.runtime, <-env.runtimes
 	k.runtime = moved
 	t.Cleanup(func() {
-		Expect(old.cluster.ReplaceWithEmpty(context.Background())).To(Succeed())
+		g.Expect(old.cluster.ReplaceWithEmpty(context.Background())).To(Succeed())
 		env.runtimes <- old
 	})
 
 	reasons := watchReadyReasons(t, k.name)
 	secret := &corev1.Secret{}
-	Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-kubeconfig"}, secret)).To(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name + "-kubeconfig"}, secret)).To(Succeed())
 	secret.Data["config"] = moved.cluster.Kubeconfig()
-	Expect(env.kcpClient.Update(ctx, secret)).To(Succeed())
+	g.Expect(env.kcpClient.Update(ctx, secret)).To(Succeed())
 
-	Eventually(func(g Gomega) { k.expectSynced(g, moved) }, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) { k.expectSynced(g, moved) }, timeout, interval).Should(Succeed())
 	k.eventuallyReady(t)
-	Expect(reasons()).NotTo(ContainElement(kyma.ReasonRuntimeUnavailable),
+	g.Expect(reasons()).NotTo(ContainElement(kyma.ReasonRuntimeUnavailable),
 		"the new runtime was usable at once; a memo of the old one made the operator fail on it")
 }
 
@@ -112,12 +114,13 @@ func (k *testKyma) expectSynced(g Gomega, rt *runtimeHandle) {
 // no state is missed between two polls. It returns the reasons seen so far.
 func watchReadyReasons(t *testing.T, name string) func() []string {
 	t.Helper()
+	g := NewWithT(t)
 	wc, err := client.NewWithWatch(env.kcp.Config(), client.Options{Scheme: env.kcpClient.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := wc.Watch(ctx, &v1beta2.KymaList{}, client.InNamespace(kcpNamespace),
 		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	var mu sync.Mutex
 	var reasons []string
 	done := make(chan struct{})

@@ -20,15 +20,16 @@ import (
 // template lets runtime owners set only the given value keys.
 func publishTunableChart(t *testing.T, name string, runtimeValues ...string) {
 	t.Helper()
+	g := NewWithT(t)
 	chart, err := samplemodules.Get(samplemodules.Chart, "1.0.0")
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	chart.Module = name
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:1.0.0", env.registry.Host(), name),
 		chart.Content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := chart.Template(kcpNamespace, artifact.Links)
 	template.Spec.RuntimeValues = runtimeValues
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
 }
@@ -45,7 +46,8 @@ func moduleWithValues(name, values string) v1beta2.Module {
 // what is installed stays as it was; the SRE's values in the control plane's
 // Kyma are not restricted.
 func TestRuntimeValuesOnlyUnderAllowedKeys(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "tunable-chart"
 	publishTunableChart(t, name, "greeting")
@@ -57,7 +59,7 @@ func TestRuntimeValuesOnlyUnderAllowedKeys(t *testing.T) {
 	k.updateRuntimeKyma(t, func(remote *v1beta2.Kyma) {
 		remote.Spec.Modules = []v1beta2.Module{moduleWithValues(name, `{"greeting":"from the runtime owner"}`)}
 	})
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.moduleStatus(g, name).State).To(Equal(v1beta2.StateReady))
 		cm := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(cm, settings)).To(Succeed())
@@ -65,13 +67,13 @@ func TestRuntimeValuesOnlyUnderAllowedKeys(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	manifestKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name)}
 	before := &v1beta2.Manifest{}
-	Expect(env.kcpClient.Get(ctx, manifestKey, before)).To(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, manifestKey, before)).To(Succeed())
 
 	// A key the module does not allow is refused, with the allowed one.
 	k.updateRuntimeKyma(t, func(remote *v1beta2.Kyma) {
 		remote.Spec.Modules = []v1beta2.Module{moduleWithValues(name, `{"greeting":"changed","replicas":5}`)}
 	})
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, name)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(And(ContainSubstring("replicas"), ContainSubstring("allowed: greeting"),
@@ -80,19 +82,19 @@ func TestRuntimeValuesOnlyUnderAllowedKeys(t *testing.T) {
 			"the runtime owner sees why in their own Kyma")
 	}, timeout, interval).Should(Succeed())
 	after := &v1beta2.Manifest{}
-	Expect(env.kcpClient.Get(ctx, manifestKey, after)).To(Succeed())
-	Expect(after.Generation).To(Equal(before.Generation), "the Manifest is not rewritten")
-	Expect(after.Spec.Values.Raw).To(MatchJSON(before.Spec.Values.Raw))
+	g.Expect(env.kcpClient.Get(ctx, manifestKey, after)).To(Succeed())
+	g.Expect(after.Generation).To(Equal(before.Generation), "the Manifest is not rewritten")
+	g.Expect(after.Spec.Values.Raw).To(MatchJSON(before.Spec.Values.Raw))
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, settings)).To(Succeed())
-	Expect(cm.Data).To(And(HaveKeyWithValue("greeting", "from the runtime owner"), HaveKeyWithValue("replicas", "1")),
+	g.Expect(k.inRuntime(cm, settings)).To(Succeed())
+	g.Expect(cm.Data).To(And(HaveKeyWithValue("greeting", "from the runtime owner"), HaveKeyWithValue("replicas", "1")),
 		"what is installed stays as it was")
 
 	// The SRE may set any key: the control plane's entry wins.
 	k.update(t, func(kcp *v1beta2.Kyma) {
 		kcp.Spec.Modules = []v1beta2.Module{moduleWithValues(name, `{"replicas":2}`)}
 	})
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.moduleStatus(g, name).State).To(Equal(v1beta2.StateReady))
 		cm := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(cm, settings)).To(Succeed())

@@ -26,7 +26,8 @@ func (k *testKyma) runtimeKyma(g Gomega) *v1beta2.Kyma {
 // updateRuntimeKyma changes the runtime's Kyma as its owner would.
 func (k *testKyma) updateRuntimeKyma(t *testing.T, change func(*v1beta2.Kyma)) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		remote := k.runtimeKyma(g)
 		change(remote)
 		g.Expect(k.runtime.client.Update(context.Background(), remote)).To(Succeed())
@@ -44,15 +45,16 @@ func moduleNames(modules []v1beta2.Module) []string {
 // TestRuntimeGetsCRDsAndItsOwnKyma checks R6/R7: the runtime gets the CRDs
 // it needs and a protected Kyma of its own that mirrors the status.
 func TestRuntimeGetsCRDsAndItsOwnKyma(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
 	for _, name := range kyma.RuntimeCRDs {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		Expect(k.runtime.client.Get(context.Background(), client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
+		g.Expect(k.runtime.client.Get(context.Background(), client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
 	}
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		remote := k.runtimeKyma(g)
 		g.Expect(remote.Finalizers).To(ContainElement(v1beta2.KymaFinalizer))
 		g.Expect(remote.Status.State).To(Equal(v1beta2.StateReady))
@@ -66,14 +68,15 @@ func TestRuntimeGetsCRDsAndItsOwnKyma(t *testing.T) {
 // side's list is written by the other, and that a module listed on both
 // sides stays until both drop it.
 func TestRuntimeOwnerAndControlPlaneModulesAreUnited(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
 	k.updateRuntimeKyma(t, func(remote *v1beta2.Kyma) {
 		remote.Spec.Modules = append(remote.Spec.Modules, module(samplemodules.Chart))
 	})
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.moduleStatus(g, samplemodules.Chart).State).To(Equal(v1beta2.StateReady))
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
 	}, timeout, interval).Should(Succeed())
@@ -83,7 +86,7 @@ func TestRuntimeOwnerAndControlPlaneModulesAreUnited(t *testing.T) {
 		kyma.Spec.Modules = append(kyma.Spec.Modules, module(samplemodules.Chart), module(samplemodules.Sample))
 	})
 	k.eventuallyReady(t)
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(moduleNames(k.get(g).Spec.Modules)).To(Equal([]string{"evolving", "chart", "sample"}))
 		g.Expect(moduleNames(k.runtimeKyma(g).Spec.Modules)).To(Equal([]string{"chart"}), "the runtime's list is the owner's alone")
 		g.Expect(k.get(g).Status.Modules).To(HaveLen(3))
@@ -93,13 +96,13 @@ func TestRuntimeOwnerAndControlPlaneModulesAreUnited(t *testing.T) {
 	k.update(t, func(kyma *v1beta2.Kyma) {
 		kyma.Spec.Modules = []v1beta2.Module{module(samplemodules.Evolving), module(samplemodules.Sample)}
 	})
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
 	}, "2s", interval).Should(Succeed())
 
 	// Dropped by the runtime owner too: uninstalled.
 	k.updateRuntimeKyma(t, func(remote *v1beta2.Kyma) { remote.Spec.Modules = nil })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, "chart-settings"))).To(BeTrue())
 		g.Expect(moduleNames(k.get(g).Spec.Modules)).To(Equal([]string{"evolving", "sample"}))
 	}, timeout, interval).Should(Succeed())
@@ -110,20 +113,21 @@ func TestRuntimeOwnerAndControlPlaneModulesAreUnited(t *testing.T) {
 // in the runtime: it comes back with the owner's modules, which were never
 // uninstalled meanwhile.
 func TestRuntimeKymaDeletedIsRecreatedWithItsModules(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 	k.updateRuntimeKyma(t, func(remote *v1beta2.Kyma) {
 		remote.Spec.Modules = append(remote.Spec.Modules, module(samplemodules.Chart))
 	})
 	settings := &corev1.ConfigMap{}
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.inRuntime(settings, "chart-settings")).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 
-	before := k.runtimeKyma(Default)
-	Expect(k.runtime.client.Delete(context.Background(), before)).To(Succeed())
-	Eventually(func(g Gomega) {
+	before := k.runtimeKyma(g)
+	g.Expect(k.runtime.client.Delete(context.Background(), before)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		remote := k.runtimeKyma(g)
 		g.Expect(remote.UID).NotTo(Equal(before.UID), "a new runtime Kyma")
 		g.Expect(remote.DeletionTimestamp).To(BeNil())
@@ -131,7 +135,7 @@ func TestRuntimeKymaDeletedIsRecreatedWithItsModules(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	after := &corev1.ConfigMap{}
-	Expect(k.inRuntime(after, "chart-settings")).To(Succeed())
-	Expect(after.UID).To(Equal(settings.UID), "the module was not reinstalled")
+	g.Expect(k.inRuntime(after, "chart-settings")).To(Succeed())
+	g.Expect(after.UID).To(Equal(settings.UID), "the module was not reinstalled")
 	k.eventuallyReady(t)
 }

@@ -20,10 +20,11 @@ import (
 // selector excludes gets no finalizer, no status, no Manifest, and nothing in
 // its runtime.
 func TestKymaOutsideSelectionIsUntouched(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKymaWithLabels(t, map[string]string{excludedLabel: "true"}, module(samplemodules.Evolving))
 
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		kyma := k.get(g)
 		g.Expect(kyma.Finalizers).To(BeEmpty())
 		g.Expect(kyma.Status.State).To(BeEmpty())
@@ -41,20 +42,21 @@ func TestKymaOutsideSelectionIsUntouched(t *testing.T) {
 // TestPauseAndResume checks G3: a paused Kyma says so, its runtime is not
 // touched (drift stays), and resuming corrects the drift.
 func TestPauseAndResume(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	k := newKyma(t, module(samplemodules.Evolving))
 	k.eventuallyReady(t)
 
 	k.pause(t)
 
-	Expect(k.runtime.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "evolving-config", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
-	Consistently(func(g Gomega) {
+	g.Expect(k.runtime.client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "evolving-config", Namespace: v1beta2.DefaultRuntimeNamespace}})).To(Succeed())
+	g.Consistently(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, "evolving-config"))).To(BeTrue(), "nothing is done while paused")
 	}, "3s", interval).Should(Succeed())
 
 	k.update(t, func(kyma *v1beta2.Kyma) { delete(kyma.Labels, v1beta2.SkipReconciliationLabel) })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, "evolving-config")).To(Succeed(), "drift made while paused is corrected")
 		kyma := k.get(g)
 		g.Expect(meta.FindStatusCondition(kyma.Status.Conditions, "Paused")).To(BeNil())
@@ -64,12 +66,13 @@ func TestPauseAndResume(t *testing.T) {
 
 // TestPausedGroup pauses through the operator's pause selector.
 func TestPausedGroup(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	k := newKymaWithLabels(t, map[string]string{pausedGroupLabel: "yes"}, module(samplemodules.Evolving))
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		g.Expect(meta.IsStatusConditionTrue(k.get(g).Status.Conditions, kyma.ConditionPaused)).To(BeTrue())
 	}, timeout, interval).Should(Succeed())
-	Consistently(func(g Gomega) {
+	g.Consistently(func(g Gomega) {
 		g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, "evolving-config"))).To(BeTrue())
 	}, "2s", interval).Should(Succeed())
 

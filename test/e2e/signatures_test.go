@@ -53,18 +53,19 @@ func requireSignatures(e *testenv.Env) (map[string][]string, error) {
 // publishArtifact is publish that also returns the pushed artifact, to sign.
 func publishArtifact(t *testing.T, reg *testregistry.Registry, module, version string, content ociartifact.Module) ociartifact.Artifact {
 	t.Helper()
+	g := NewWithT(t)
 	artifact, err := ociartifact.Push(context.Background(), fmt.Sprintf("%s/modules/%s:%s", reg.Host(), module, version), content.Layers(), ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	template := samplemodules.Version{Module: module, Version: version}.Template(kcpNamespace, artifact.Links)
-	Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
+	g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	return artifact
 }
 
 // sign signs a pushed artifact as `lmctl module sign` does.
-func sign(artifact ociartifact.Artifact, signer signature.Signer) {
+func sign(g Gomega, artifact ociartifact.Artifact, signer signature.Signer) {
 	_, err := signing.Sign(context.Background(), artifact.Ref, signer, ociartifact.Insecure())
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 }
 
 // TestSignedContentIsRequiredWhereConfigured: from a registry the operator
@@ -73,16 +74,17 @@ func sign(artifact ociartifact.Artifact, signer signature.Signer) {
 // to fix, and leave the installed version as it is (same object, same data);
 // signing the version with the trusted key afterwards installs it.
 func TestSignedContentIsRequiredWhereConfigured(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	const name = "signed-module"
 	reg := env.signedRegistry
 
-	sign(publishArtifact(t, reg, name, "1.0.0", ociartifact.Module{RawManifest: goodManifest(name, "1.0.0")}), env.signingKey)
+	sign(g, publishArtifact(t, reg, name, "1.0.0", ociartifact.Module{RawManifest: goodManifest(name, "1.0.0")}), env.signingKey)
 	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
 	k := newKyma(t, module(name))
 	k.eventuallyReady(t)
 	installed := &corev1.ConfigMap{}
-	Expect(k.inRuntime(installed, name+"-config")).To(Succeed())
+	g.Expect(k.inRuntime(installed, name+"-config")).To(Succeed())
 
 	// 2.0.0 is not signed at all.
 	publishArtifact(t, reg, name, "2.0.0", ociartifact.Module{RawManifest: goodManifest(name, "2.0.0")})
@@ -91,16 +93,16 @@ func TestSignedContentIsRequiredWhereConfigured(t *testing.T) {
 
 	// 2.0.1 is signed, with a key the operator does not trust.
 	other, _, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	otherKey, err := signing.LoadSigner(other, nil)
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	next := publishArtifact(t, reg, name, "2.0.1", ociartifact.Module{RawManifest: goodManifest(name, "2.0.1")})
-	sign(next, otherKey)
+	sign(g, next, otherKey)
 	setChannel(t, name, "regular", "2.0.1")
 	expectSignatureRefusedKeepsInstalled(t, k, name, installed, "is signed, but with no key the operator trusts", "is not signed with a trusted key")
 
 	// Signing 2.0.1 with the trusted key is all it takes.
-	sign(next, env.signingKey)
+	sign(g, next, env.signingKey)
 	expectModuleReadyAt(t, k, name, "2.0.1")
 }
 
@@ -110,7 +112,8 @@ func TestSignedContentIsRequiredWhereConfigured(t *testing.T) {
 // same object with the same data.
 func expectSignatureRefusedKeepsInstalled(t *testing.T, k *testKyma, module string, installed *corev1.ConfigMap, message, event string) {
 	t.Helper()
-	Eventually(func(g Gomega) {
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, module)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
 		g.Expect(m.Message).To(ContainSubstring(message))
@@ -125,7 +128,7 @@ func expectSignatureRefusedKeepsInstalled(t *testing.T, k *testKyma, module stri
 		g.Expect(manifestWarnings(g, kyma.ManifestName(k.name, module))).To(ContainElement(ContainSubstring(event)))
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
-	Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a refused version deletes nothing")
-	Expect(cm.UID).To(Equal(installed.UID), "the installed object is not recreated")
-	Expect(cm.Data).To(Equal(installed.Data), "the installed version stays")
+	g.Expect(k.inRuntime(cm, module+"-config")).To(Succeed(), "a refused version deletes nothing")
+	g.Expect(cm.UID).To(Equal(installed.UID), "the installed object is not recreated")
+	g.Expect(cm.Data).To(Equal(installed.Data), "the installed version stays")
 }

@@ -14,21 +14,22 @@ import (
 // TestModuleValuesOverrideChartValues sets values on the Kyma's module entry:
 // they override the chart's values key by key, and changing them re-renders.
 func TestModuleValuesOverrideChartValues(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	chart := module(samplemodules.Chart)
 	chart.Values = &runtime.RawExtension{Raw: []byte(`{"greeting":"hello from the Kyma"}`)}
 	k := newKyma(t, chart)
 	k.eventuallyReady(t)
 
 	settings := &corev1.ConfigMap{}
-	Expect(k.inRuntime(settings, "chart-settings")).To(Succeed())
-	Expect(settings.Data).To(HaveKeyWithValue("greeting", "hello from the Kyma"))
-	Expect(settings.Data).To(HaveKeyWithValue("replicas", "1"), "values not overridden keep the chart's")
+	g.Expect(k.inRuntime(settings, "chart-settings")).To(Succeed())
+	g.Expect(settings.Data).To(HaveKeyWithValue("greeting", "hello from the Kyma"))
+	g.Expect(settings.Data).To(HaveKeyWithValue("replicas", "1"), "values not overridden keep the chart's")
 
 	k.update(t, func(kyma *v1beta2.Kyma) {
 		kyma.Spec.Modules[0].Values = &runtime.RawExtension{Raw: []byte(`{"greeting":"changed"}`)}
 	})
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		cm := &corev1.ConfigMap{}
 		g.Expect(k.inRuntime(cm, "chart-settings")).To(Succeed())
 		g.Expect(cm.Data).To(HaveKeyWithValue("greeting", "changed"))

@@ -27,7 +27,8 @@ import (
 // created already carrying its finalizer (no second write to add it), the
 // Kyma gets one event for all its modules, and the Manifests none.
 func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := t.Context()
 	name := kymaNameOf(t)
 	modules := []string{samplemodules.Sample, samplemodules.Chart, samplemodules.Evolving}
@@ -35,9 +36,9 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 	// Watching from before the Kyma exists, the first event of each
 	// Manifest is its creation, as written.
 	watching, err := client.NewWithWatch(env.kcp.Config(), client.Options{Scheme: env.kcpClient.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	w, err := watching.Watch(ctx, &v1beta2.ManifestList{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.KymaNameLabel: name})
-	Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).NotTo(HaveOccurred())
 	defer w.Stop()
 
 	k := newKyma(t, module(samplemodules.Sample), module(samplemodules.Chart), module(samplemodules.Evolving))
@@ -46,11 +47,11 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 	for len(created) < len(modules) {
 		select {
 		case e, open := <-w.ResultChan():
-			Expect(open).To(BeTrue(), "the watch of the Kyma's Manifests ended")
+			g.Expect(open).To(BeTrue(), "the watch of the Kyma's Manifests ended")
 			m, ok := e.Object.(*v1beta2.Manifest)
-			Expect(ok).To(BeTrue(), "watch event %s: %v", e.Type, e.Object)
+			g.Expect(ok).To(BeTrue(), "watch event %s: %v", e.Type, e.Object)
 			if _, seen := created[m.Name]; !seen {
-				Expect(e.Type).To(Equal(watch.Added), "the first event of Manifest %s", m.Name)
+				g.Expect(e.Type).To(Equal(watch.Added), "the first event of Manifest %s", m.Name)
 				created[m.Name] = m
 			}
 		case <-deadline:
@@ -59,14 +60,14 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 	}
 	for _, mod := range modules {
 		m := created[kyma.ManifestName(name, mod)]
-		Expect(m).NotTo(BeNil(), "Manifest of %s", mod)
-		Expect(m.Finalizers).To(ContainElement(v1beta2.ManifestFinalizer), "Manifest %s is created with its finalizer", m.Name)
+		g.Expect(m).NotTo(BeNil(), "Manifest of %s", mod)
+		g.Expect(m.Finalizers).To(ContainElement(v1beta2.ManifestFinalizer), "Manifest %s is created with its finalizer", m.Name)
 	}
 	k.eventuallyReady(t)
 
 	// One event on the Kyma names every module it installs.
 	var moduleEvents []eventsv1.Event
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		moduleEvents = normalEvents(g, "Kyma", name, "Module")
 		g.Expect(moduleEvents).To(ContainElement(HaveField("Note", And(
 			HavePrefix("Installing 3 modules: "),
@@ -74,12 +75,12 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 			ContainSubstring(samplemodules.Chart+" 1.0.0"),
 			ContainSubstring(samplemodules.Evolving+" 1.0.0")))))
 	}, timeout, interval).Should(Succeed())
-	Expect(moduleEvents).To(HaveLen(1), "one module event per Kyma reconcile")
-	Expect(moduleEvents[0].Reason).To(Equal(kyma.ReasonModulesChanged))
+	g.Expect(moduleEvents).To(HaveLen(1), "one module event per Kyma reconcile")
+	g.Expect(moduleEvents[0].Reason).To(Equal(kyma.ReasonModulesChanged))
 
 	// The Manifests' first install is reported on the Kyma alone.
 	for _, mod := range modules {
-		Expect(normalEvents(Default, "Manifest", kyma.ManifestName(name, mod), "")).To(BeEmpty(),
+		g.Expect(normalEvents(g, "Manifest", kyma.ManifestName(name, mod), "")).To(BeEmpty(),
 			"Normal events on the Manifest of %s", mod)
 	}
 }
@@ -100,9 +101,10 @@ func normalEvents(g Gomega, kind, name, prefix string) []eventsv1.Event {
 
 // TestKymaIndexFindsOnlyTheKymasOwnObjects checks the index the operator's
 // cache finds a Kyma's Manifests and kubeconfig Secret by, against objects
-// of a Kyma whose name starts with the same letters.
+// of a Kyma whose name starts with the same letters. Not parallel: its
+// Manifests, of a Kyma that does not exist, are no other test's business.
 func TestKymaIndexFindsOnlyTheKymasOwnObjects(t *testing.T) {
-	RegisterTestingT(t)
+	g := NewWithT(t)
 	ctx := t.Context()
 	own, other := "index-a", "index-a-b"
 	remoteSpec := v1beta2.ManifestSpec{Remote: true, ModuleName: "index"}
@@ -119,19 +121,19 @@ func TestKymaIndexFindsOnlyTheKymasOwnObjects(t *testing.T) {
 		labelled(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "index-a-b-kubeconfig"}, Data: map[string][]byte{remote.KubeconfigKey: env.kcp.Kubeconfig()}}, other),
 	}
 	for _, obj := range objects {
-		Expect(env.kcpClient.Create(ctx, obj)).To(Succeed())
+		g.Expect(env.kcpClient.Create(ctx, obj)).To(Succeed())
 		t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), obj) })
 	}
 
 	// An informer cache like the manager's, with the indexes registered the
 	// same way.
 	c, err := cache.New(env.kcp.Config(), cache.Options{Scheme: env.kcpClient.Scheme(), DefaultNamespaces: map[string]cache.Config{kcpNamespace: {}}})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(index.Register(ctx, c)).To(Succeed())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(index.Register(ctx, c)).To(Succeed())
 	go func() { _ = c.Start(ctx) }()
-	Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
 
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		manifests := &v1beta2.ManifestList{}
 		g.Expect(c.List(ctx, manifests, client.InNamespace(kcpNamespace), index.OfKyma(own))).To(Succeed())
 		g.Expect(manifests.Items).To(ConsistOf(HaveField("Name", "index-a-one"), HaveField("Name", "index-a-two")))
@@ -143,6 +145,6 @@ func TestKymaIndexFindsOnlyTheKymasOwnObjects(t *testing.T) {
 	// The runtime cache finds the Kyma's one Secret through the index.
 	runtimes := remote.NewCache(c, nil, remote.Options{Scheme: env.kcpClient.Scheme(), Namespace: kcpNamespace, Indexed: true})
 	cluster, err := runtimes.Get(ctx, own)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cluster.Identity().SecretUID).To(Equal(objects[3].GetUID()))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cluster.Identity().SecretUID).To(Equal(objects[3].GetUID()))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 )
 
 // The periodic drift check. A full reconcile renders the content and
@@ -31,6 +32,18 @@ import (
 // its other Manifests (drift.Listings): they are due at the same moment,
 // and a runtime's worker slots let them through within seconds.
 const listingTTL = 30 * time.Second
+
+// listingTTLFor is listingTTL, or half the Ready interval when that is
+// shorter: a listing that outlived the interval would answer a Manifest's
+// next check with what its previous check saw, so that drift made in
+// between went unseen for up to listingTTL (with the seconds-long Ready
+// intervals of tests and lmctl dev, for several checks).
+func listingTTLFor(intervals requeue.Intervals) time.Duration {
+	if intervals.Ready > 0 {
+		return min(listingTTL, intervals.Ready/2)
+	}
+	return listingTTL
+}
 
 // unchanged reports whether the Manifest's objects are as the last full
 // reconcile verified them. A failed read is not an answer: the full

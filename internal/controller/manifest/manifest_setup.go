@@ -37,7 +37,7 @@ type SetupOptions struct {
 // and deletion changes start a reconcile: our own status writes do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
 	r.events = reconciler.NewEvents(r.Recorder)
-	r.listings = drift.NewListings(listingTTL)
+	r.listings = drift.NewListings(listingTTLFor(r.Intervals))
 	r.checks = newChecks(r, opts.MaxConcurrentReconciles)
 	if err := mgr.Add(r.checks); err != nil {
 		return err
