@@ -24,7 +24,8 @@ import (
 // history as lmctl history does: newest first, each with its versions,
 // times and result, and Failed told from Error.
 func TestOperationHistory(t *testing.T) {
-	RegisterTestingT(t)
+	t.Parallel()
+	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "journal"
 	k := installGood(t, env.registry, name)
@@ -36,8 +37,8 @@ func TestOperationHistory(t *testing.T) {
 	// Drift: someone deletes the module's ConfigMap; the periodic check
 	// puts it back.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name + "-config"}}
-	Expect(k.runtime.client.Delete(ctx, cm)).To(Succeed())
-	Eventually(func(g Gomega) {
+	g.Expect(k.runtime.client.Delete(ctx, cm)).To(Succeed())
+	g.Eventually(func(g Gomega) {
 		g.Expect(k.inRuntime(&corev1.ConfigMap{}, name+"-config")).To(Succeed())
 		g.Expect(operations(g, k.name, name)).To(HaveLen(3))
 	}, timeout, interval).Should(Succeed())
@@ -45,14 +46,14 @@ func TestOperationHistory(t *testing.T) {
 	// 3.0.0 ships a ConfigMap that the runtime owner already has: only a
 	// person can resolve that.
 	owners := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name + "-owners"}}
-	Expect(k.runtime.client.Create(ctx, owners)).To(Succeed())
+	g.Expect(k.runtime.client.Create(ctx, owners)).To(Succeed())
 	t.Cleanup(func() { _ = k.runtime.client.Delete(ctx, owners) })
 	next := append(goodManifest(name, "3.0.0"), []byte("---\n"+configMapYAML("", name+"-owners", "k", "v"))...)
 	publish(t, env.registry, name, "3.0.0", ociartifact.Module{RawManifest: next})
 	setChannel(t, name, "regular", "3.0.0")
 
 	var entries []history.Entry
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		var err error
 		entries, err = history.Read(ctx, env.kcpClient, kcpNamespace, k.name, name, time.Now())
 		g.Expect(err).NotTo(HaveOccurred())
@@ -63,26 +64,26 @@ func TestOperationHistory(t *testing.T) {
 	rows := make([]row, 0, len(entries))
 	for _, e := range entries {
 		rows = append(rows, row{e.Type, e.From, e.To, e.Result, e.Code})
-		Expect(e.Module).To(Equal(name))
-		Expect(e.StartedAt.IsZero()).To(BeFalse())
+		g.Expect(e.Module).To(Equal(name))
+		g.Expect(e.StartedAt.IsZero()).To(BeFalse())
 	}
-	Expect(rows).To(Equal([]row{
+	g.Expect(rows).To(Equal([]row{
 		{"Upgrade", "2.0.0", "3.0.0", "Failed", manifest.ReasonOwnershipConflict},
 		{"DriftRepair", "2.0.0", "2.0.0", "Ready", ""},
 		{"Upgrade", "1.0.0", "2.0.0", "Ready", ""},
 		{"Install", "", "1.0.0", "Ready", ""},
 	}), "newest first")
-	Expect(entries[0].NeedsHuman).To(BeTrue())
-	Expect(entries[0].FinishedAt).To(BeNil(), "a Failed upgrade is not over")
+	g.Expect(entries[0].NeedsHuman).To(BeTrue())
+	g.Expect(entries[0].FinishedAt).To(BeNil(), "a Failed upgrade is not over")
 	for _, e := range entries[1:] {
-		Expect(e.FinishedAt).NotTo(BeNil())
-		Expect(e.FinishedAt.Before(e.StartedAt)).To(BeFalse())
+		g.Expect(e.FinishedAt).NotTo(BeNil())
+		g.Expect(e.FinishedAt.Before(e.StartedAt)).To(BeFalse())
 	}
 
 	// Removing the module: the Manifest and its operations go, the Kyma
 	// keeps the removal.
 	k.update(t, func(ky *v1beta2.Kyma) { ky.Spec.Modules = nil })
-	Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		entries, err := history.Read(ctx, env.kcpClient, kcpNamespace, k.name, "", time.Now())
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(entries).To(HaveLen(1))
