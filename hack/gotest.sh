@@ -19,13 +19,16 @@ trap 'rm -rf "$events"' EXIT
 # Ctrl-C reaches go test through gotestsum; stop here too, report included.
 trap 'exit 130' INT TERM
 
+# One gotestsum for all modules, so that the run has one summary and one
+# DONE line; the modules' go test -json streams follow each other.
 rc=0
-n=0
-for module in ${GOTEST_MODULES:-.}; do
-	n=$((n + 1))
-	(cd "$root/$module" && "$gotestsum" --format pkgname-and-test-fails --format-hide-empty-pkg \
-		--jsonfile "$events/$n.json" -- "$@") || rc=$?
-done
+"$gotestsum" --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile "$events/events.json" \
+	--raw-command -- bash -c '
+		root=$1; shift; rc=0
+		for module in ${GOTEST_MODULES:-.}; do
+			(cd "$root/$module" && go test -json "$@") || rc=$?
+		done
+		exit $rc' gotest "$root" "$@" || rc=$?
 
-(cd "$root" && go run ./hack/testreport -label "$label" -module "$(go list -m)" "$events"/*.json) || { [ "$rc" != 0 ] || rc=1; }
+(cd "$root" && go run ./hack/testreport -label "$label" -module "$(go list -m)" "$events/events.json") || { [ "$rc" != 0 ] || rc=1; }
 exit "$rc"
