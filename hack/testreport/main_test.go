@@ -1,11 +1,10 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestSummarize(t *testing.T) {
@@ -78,8 +77,8 @@ func TestSummarize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, summarize(events)); diff != "" {
-				t.Errorf("summarize (-want +got):\n%s", diff)
+			if got := summarize(events); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("summarize:\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
 	}
