@@ -26,7 +26,7 @@ import (
 func main() {
 	label := flag.String("label", "test", "word that starts the closing line")
 	module := flag.String("module", "", "module path left out of package names (`go list -m`)")
-	maxLines := flag.Int("max-lines", 60, "failure lines printed per failed test or package (the rest is in the full output above)")
+	maxLines := flag.Int("max-lines", 60, "failure lines printed per failed test or package, the first and the last half (all are in the full output above)")
 	flag.Parse()
 	var events []event
 	for _, path := range flag.Args() {
@@ -194,12 +194,7 @@ func (r report) print(w io.Writer, label string, maxLines int) {
 			default:
 				fmt.Fprintf(w, "--- FAIL: build\n")
 			}
-			lines := f.Lines
-			if len(lines) > maxLines {
-				fmt.Fprintf(w, "    (%d lines, the last %d here; all of them in the output above)\n", len(lines), maxLines)
-				lines = lines[len(lines)-maxLines:]
-			}
-			for _, l := range lines {
+			for _, l := range shorten(f.Lines, maxLines) {
 				fmt.Fprintln(w, l)
 			}
 		}
@@ -215,6 +210,20 @@ func (r report) print(w io.Writer, label string, maxLines int) {
 	// The closing line, in the plain form that any reader of test logs
 	// (CI among them) understands.
 	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped\n", label, r.Passed, r.Failed, r.Skipped)
+}
+
+// shorten keeps the first and the last of more than n lines: a failure's
+// message starts a long dump (gomega prints whole objects) and the test's
+// last words end it; the full output is printed above the report.
+func shorten(lines []string, n int) []string {
+	if len(lines) <= n {
+		return lines
+	}
+	head := n / 2
+	tail := n - head
+	out := append([]string{}, lines[:head]...)
+	out = append(out, fmt.Sprintf("    ... %d lines left out here (all of them are in the output above) ...", len(lines)-n))
+	return append(out, lines[len(lines)-tail:]...)
 }
 
 func countSkipped(ps []packageTime) int {

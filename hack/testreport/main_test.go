@@ -83,3 +83,22 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+func TestShorten(t *testing.T) {
+	lines := []string{"1", "2", "3", "4", "5", "6"}
+	for _, tc := range []struct {
+		name string
+		max  int
+		want []string
+	}{
+		{"short enough", 6, lines},
+		{"head and tail", 4, []string{"1", "2", "    ... 2 lines left out here (all of them are in the output above) ...", "5", "6"}},
+		{"odd max keeps more of the tail", 3, []string{"1", "    ... 3 lines left out here (all of them are in the output above) ...", "5", "6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shorten(lines, tc.max); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("shorten(%d) = %q, want %q", tc.max, got, tc.want)
+			}
+		})
+	}
+}
