@@ -14,6 +14,7 @@ ETCD_VERSION        := v3.7.3
 KWOK_VERSION        := v0.8.0
 CONTROLLER_GEN      := $(BIN)/controller-gen
 GOLANGCI_LINT       := $(BIN)/golangci-lint
+GOTESTSUM           := $(BIN)/gotestsum
 
 export LM_TESTBIN_DIR := $(BIN)
 
@@ -61,7 +62,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), the operator's
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files or go.mod files are not up to date.
-	@for d in . api hack/tools hack/devtools/controller-gen hack/devtools/golangci-lint; do \
+	@for d in . api hack/tools hack/devtools/controller-gen hack/devtools/golangci-lint hack/devtools/gotestsum; do \
 		(cd $$d && $(GO) mod tidy); done
 	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum hack)" ]; then \
 		echo "Generated files or go.mod files are out of date; run 'make generate manifests' and 'go mod tidy', then commit:"; \
@@ -78,10 +79,20 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint on the project and its API module.
 testbin: ## Build the control-plane binaries the tests run (kube-apiserver, etcd, kwok, ...) into bin/.
 	@$(ROOT)/hack/testbin.sh $(BIN) $(KUBERNETES_VERSION) $(ETCD_VERSION) $(KWOK_VERSION)
 
+# Both modules' tests run through gotestsum (hack/gotest.sh): a line per package as it finishes,
+# every failure in full, then package times slowest first and a closing "test: N passed, N failed".
 .PHONY: test
-test: testbin ## Run all tests against real API servers (builds bin/ first).
-	$(GO) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
-	cd api && $(GO) test $(GOTESTFLAGS) -count=1 ./...
+test: testbin $(GOTESTSUM) ## Run all tests against real API servers (builds bin/ first); package times, slowest first, at the end.
+	@GOTEST_MODULES=". api" $(ROOT)/hack/gotest.sh $(GOTESTSUM) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
+
+# The slow packages, each run STRESS_COUNT times, e.g. make test-stress STRESS_PKGS=./test/ha STRESS_COUNT=5;
+# STRESS_TIMEOUT (go test -timeout, 30m per count) and STRESS_BURNERS (busy loops, one per core) too.
+STRESS_PKGS  ?= ./test/e2e ./test/ha ./test/watcher ./test/rollout ./test/backup ./test/lmctl
+STRESS_COUNT ?= 3
+
+.PHONY: test-stress
+test-stress: testbin $(GOTESTSUM) ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
+	@$(ROOT)/hack/stress.sh $(GOTESTSUM) $(STRESS_COUNT) $(GOTESTFLAGS) $(STRESS_PKGS)
 
 .PHONY: test-faults
 test-faults: testbin ## Run the fault suite (test/faults, minutes): restarts, SIGKILLs and outages against the operator as its own process.
@@ -108,6 +119,9 @@ fuzz: ## Run every fuzz target (func FuzzXxx) in the repository for FUZZTIME eac
 
 $(CONTROLLER_GEN): hack/devtools/controller-gen/go.mod
 	cd hack/devtools/controller-gen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+
+$(GOTESTSUM): hack/devtools/gotestsum/go.mod
+	cd hack/devtools/gotestsum && $(GO) build -o $@ gotest.tools/gotestsum
 
 $(GOLANGCI_LINT): hack/devtools/golangci-lint/go.mod
 	cd hack/devtools/golangci-lint && $(GO) build -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -56,5 +56,9 @@ func (c *Command) ExitError() error {
 	return c.p.exitError()
 }
 
+// Log returns what this run of the command wrote: a log shared with earlier runs (the same
+// path in a test run with -count) holds their lines too, which are not this run's.
+func (c *Command) Log() ([]byte, error) { return c.p.log() }
+
 // LogTail returns the last n lines this run of the command wrote.
 func (c *Command) LogTail(n int) string { return c.p.lastLines(n) }

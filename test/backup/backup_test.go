@@ -161,6 +161,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 	wrong, err := backup.NewKeySecret(kcpNamespace, "wrong-key")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(env.kcp.Create(ctx, wrong)).To(Succeed())
+	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcp.Delete(ctx, wrong))).To(Succeed()) })
 	opts := lmbackup.RestoreOptions{
 		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, KeySecret: "wrong-key", Store: env.storeOpt},
 		Timeout: timeout,

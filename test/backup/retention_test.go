@@ -13,48 +13,54 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 )
 
-func utc(s string) time.Time {
-	t, err := time.Parse("2006-01-02 15:04", s)
-	if err != nil {
-		panic(err)
-	}
-	return t
+// nextMonday is the first Monday 00:00 UTC after t.
+func nextMonday(t time.Time) time.Time {
+	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	return day.AddDate(0, 0, 7-(int(day.Weekday())+6)%7)
 }
 
 // After five weeks of daily backups and then thirty hours of hourly ones,
 // exactly the grandfather-father-son set is left in the registry: the last
 // 24 hours, the last backup of each of the 7 days, and of each of the 4
 // weeks (ISO weeks, Monday first).
+//
+// The fake clock only moves forward (the package's Kymas share it), and an
+// earlier run of this test (-count) or of TestGracePeriod left it weeks
+// ahead; the five weeks start on the next Monday, under a name of their
+// own, so that no backup of an earlier run is in the set.
 func TestRetentionLeavesTheGFSSet(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
-	const name = "gfs"
-	// Monday 2026-03-02, before the first backup.
-	advance(utc("2026-03-02 00:30"))
+	monday := nextMonday(clock.Now())
+	name := "gfs-" + monday.Format("20060102")
+	day := func(d int) time.Time { return monday.AddDate(0, 0, d).Add(12 * time.Hour) } // noon of day d
+	hour := func(h int) time.Time { return monday.AddDate(0, 0, 35).Add(time.Duration(h) * time.Hour) }
+	// Monday, before the first backup.
+	advance(monday.Add(30 * time.Minute))
 	register(t, name, env.runtimes[0])
 	t.Cleanup(func() { unregister(name) })
 	Eventually(func(g Gomega) {
 		g.Expect(runtimeBackup(g, name).Status.NextScheduleTime).NotTo(BeNil())
 	}, timeout, interval).Should(Succeed())
 
-	// Daily at noon, Monday 2026-03-02 to Sunday 2026-04-05.
+	// Daily at noon, five weeks from Monday (day 0) to Sunday (day 34).
 	for d := range 35 {
-		backupAt(name, utc("2026-03-02 12:00").AddDate(0, 0, d))
+		backupAt(name, day(d))
 	}
-	// Hourly, Monday 2026-04-06 00:00 to Tuesday 2026-04-07 05:00.
+	// Hourly, the sixth Monday 00:00 to Tuesday 05:00.
 	for h := range 30 {
-		backupAt(name, utc("2026-04-06 00:00").Add(time.Duration(h)*time.Hour))
+		backupAt(name, hour(h))
 	}
 
 	var want []string
-	for _, w := range []string{"2026-03-22 12:00", "2026-03-29 12:00"} { // weeks of Mar 16 and Mar 23
-		want = append(want, backup.Tag(utc(w)))
+	for _, d := range []int{20, 27} { // the Sundays of weeks 3 and 4
+		want = append(want, backup.Tag(day(d)))
 	}
-	for d := 1; d <= 5; d++ { // days Apr 1 to Apr 5
-		want = append(want, backup.Tag(utc("2026-03-31 12:00").AddDate(0, 0, d)))
+	for d := 30; d <= 34; d++ { // days Wednesday to Sunday of week 5
+		want = append(want, backup.Tag(day(d)))
 	}
-	for h := 6; h < 30; h++ { // the last 24 hours; they hold Apr 6's and Apr 7's last, and this week's
-		want = append(want, backup.Tag(utc("2026-04-06 00:00").Add(time.Duration(h)*time.Hour)))
+	for h := 6; h < 30; h++ { // the last 24 hours; they hold Monday's and Tuesday's last, and this week's
+		want = append(want, backup.Tag(hour(h)))
 	}
 	Expect(want).To(HaveLen(31))
 

@@ -13,7 +13,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
-	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
 // A runtime whose hibernation schedule says it sleeps is paused: its
@@ -24,9 +23,9 @@ func TestHibernationScheduleSleepsAndWakes(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	const module = "pillow"
-	Expect(publish(ctx, module, "1.0.0", configMap(module, "1.0.0"))).To(Succeed())
-	Expect(publish(ctx, module, "2.0.0", configMap(module, "2.0.0"))).To(Succeed())
-	Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
+	publish(t, module, "2.0.0", configMap(module, "2.0.0"))
+	offer(t, module, "1.0.0")
 	names := newFleet(t, "pillow", module, 2)
 	sleepy, awake := names[0], names[1]
 	eventuallyAt(names, module, "1.0.0")

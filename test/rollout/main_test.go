@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,16 +91,29 @@ func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
 }
 
 // publish pushes a module version whose content is the given YAML and
-// creates its ModuleTemplate, changed by each of change.
-func publish(ctx context.Context, module, version, content string, change ...func(*v1beta2.ModuleTemplate)) error {
+// creates its ModuleTemplate, changed by each of change. The template goes
+// when the test ends, after the test's Kymas (cleanups run last first), so
+// that the next run of the test (-count) can publish it again.
+func publish(t *testing.T, module, version, content string, change ...func(*v1beta2.ModuleTemplate)) {
+	t.Helper()
+	ctx := context.Background()
 	v := samplemodules.Version{Module: module, Version: version, Content: ociartifact.Module{RawManifest: []byte(content)}}
 	artifact, err := ociartifact.Push(ctx, fmt.Sprintf("%s/modules/%s:%s", env.registry.Host(), module, version), v.Content.Layers(), ociartifact.Insecure())
-	if err != nil {
-		return err
-	}
+	Expect(err).NotTo(HaveOccurred())
 	template := v.Template(kcpNamespace, artifact.Links)
 	for _, c := range change {
 		c(template)
 	}
-	return env.kcpClient.Create(ctx, template)
+	Expect(env.kcpClient.Create(ctx, template)).To(Succeed())
+	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(ctx, template))).To(Succeed()) })
+}
+
+// offer creates the module's ModuleReleaseMeta with version on channel
+// regular, deleted when the test ends, like publish's templates.
+func offer(t *testing.T, module, version string) {
+	t.Helper()
+	ctx := context.Background()
+	meta := samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": version})
+	Expect(env.kcpClient.Create(ctx, meta)).To(Succeed())
+	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(ctx, meta))).To(Succeed()) })
 }

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
 // A version that requires downtime waits for the runtime's maintenance
@@ -20,9 +19,9 @@ func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
 	const module = "vault"
-	Expect(publish(ctx, module, "1.0.0", configMap(module, "1.0.0"))).To(Succeed())
-	Expect(publish(ctx, module, "2.0.0", configMap(module, "2.0.0"), func(t *v1beta2.ModuleTemplate) { t.Spec.RequiresDowntime = true })).To(Succeed())
-	Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
+	publish(t, module, "2.0.0", configMap(module, "2.0.0"), func(t *v1beta2.ModuleTemplate) { t.Spec.RequiresDowntime = true })
+	offer(t, module, "1.0.0")
 	names := newFleet(t, "vault", module, 2)
 	waiting, skipping := names[0], names[1]
 	k := &v1beta2.Kyma{}

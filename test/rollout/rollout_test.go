@@ -19,7 +19,6 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
-	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
 const (
@@ -188,10 +187,9 @@ func moveChannel(t *testing.T, module string) {
 
 func publishModule(t *testing.T, module string, v2Content string) {
 	t.Helper()
-	ctx := context.Background()
-	Expect(publish(ctx, module, "1.0.0", configMap(module, "1.0.0"))).To(Succeed())
-	Expect(publish(ctx, module, "2.0.0", v2Content)).To(Succeed())
-	Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
+	publish(t, module, "2.0.0", v2Content)
+	offer(t, module, "1.0.0")
 }
 
 // 20 runtimes, a canary of 2 chosen by label, then waves of at most 5: the
@@ -241,9 +239,10 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 	eventuallyAt(names, module, "1.0.0")
 	ro := newRollout(t, module, 0)
 	for _, canary := range []string{names[2], names[5]} {
-		Expect(env.rtClient.Create(context.Background(), &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "pantry-extra", Namespace: canary},
-		})).To(Succeed())
+		owners := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pantry-extra", Namespace: canary}}
+		Expect(env.rtClient.Create(context.Background(), owners)).To(Succeed())
+		// The owner's, not the module's: removing the module leaves it.
+		t.Cleanup(func() { Expect(client.IgnoreNotFound(env.rtClient.Delete(context.Background(), owners))).To(Succeed()) })
 	}
 
 	tr := record(t, module, "2.0.0")
