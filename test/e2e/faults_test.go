@@ -8,6 +8,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -22,10 +24,19 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
-// goodManifest is a module version that installs one ConfigMap.
+// goodManifest is a module version that installs one ConfigMap. Each call
+// makes other bytes (an annotation counts the calls), so that a test run
+// again in the same process (go test -count, make test-stress) publishes
+// content of a new digest: content already fetched, or signed, by an
+// earlier run would otherwise be the operator's without the registry, and
+// the failures the test provokes would not happen.
 func goodManifest(module, version string) []byte {
-	return fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\ndata:\n  version: %q\n", module, version)
+	return fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\n  annotations:\n    e2e.lifecycle-manager/content: %q\ndata:\n  version: %q\n",
+		module, strconv.FormatInt(contentSerial.Add(1), 10), version)
 }
+
+// contentSerial counts goodManifest's calls.
+var contentSerial atomic.Int64
 
 // publish pushes content as a module version to reg and creates its
 // ModuleTemplate.

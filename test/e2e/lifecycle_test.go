@@ -97,7 +97,9 @@ func TestDriftIsCorrected(t *testing.T) {
 
 	// Unlike the install, correcting drift is told on the Manifest.
 	g.Eventually(func(g Gomega) {
-		g.Expect(normalEvents(g, "Manifest", kyma.ManifestName(k.name, samplemodules.Evolving), manifest.ReasonDriftCorrected)).NotTo(BeEmpty())
+		m := &v1beta2.Manifest{}
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, samplemodules.Evolving)}, m)).To(Succeed())
+		g.Expect(normalEvents(g, "Manifest", m.Name, m.UID, manifest.ReasonDriftCorrected)).NotTo(BeEmpty())
 	}, timeout, interval).Should(Succeed())
 }
 
@@ -120,7 +122,7 @@ func TestModuleRemoval(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	g.Expect(k.inRuntime(&corev1.ConfigMap{}, "chart-settings")).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(normalEvents(g, "Kyma", k.name, kyma.ReasonModulesChanged)).To(ContainElement(
+		g.Expect(normalEvents(g, "Kyma", k.name, k.get(g).UID, kyma.ReasonModulesChanged)).To(ContainElement(
 			HaveField("Note", "Removing 1 module: "+samplemodules.Evolving)))
 	}, timeout, interval).Should(Succeed())
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +69,7 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 	// One event on the Kyma names every module it installs.
 	var moduleEvents []eventsv1.Event
 	g.Eventually(func(g Gomega) {
-		moduleEvents = normalEvents(g, "Kyma", name, "Module")
+		moduleEvents = normalEvents(g, "Kyma", name, k.get(g).UID, "Module")
 		g.Expect(moduleEvents).To(ContainElement(HaveField("Note", And(
 			HavePrefix("Installing 3 modules: "),
 			ContainSubstring(samplemodules.Sample+" 1.0.0"),
@@ -80,19 +81,22 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 
 	// The Manifests' first install is reported on the Kyma alone.
 	for _, mod := range modules {
-		g.Expect(normalEvents(g, "Manifest", kyma.ManifestName(name, mod), "")).To(BeEmpty(),
+		m := created[kyma.ManifestName(name, mod)]
+		g.Expect(normalEvents(g, "Manifest", m.Name, m.UID, "")).To(BeEmpty(),
 			"Normal events on the Manifest of %s", mod)
 	}
 }
 
 // normalEvents are the Normal events about an object whose reason starts
-// with prefix.
-func normalEvents(g Gomega, kind, name, prefix string) []eventsv1.Event {
+// with prefix. The object is told by its UID as well as its name: a test
+// run again in the same process (-count) makes objects of the same names,
+// and the events of the earlier run's are still there.
+func normalEvents(g Gomega, kind, name string, uid types.UID, prefix string) []eventsv1.Event {
 	events, err := testenv.Events(context.Background(), env.kcpClient, kcpNamespace, kind, name, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	var normal []eventsv1.Event
 	for _, e := range events {
-		if e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Reason, prefix) {
+		if e.Regarding.UID == uid && e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Reason, prefix) {
 			normal = append(normal, e)
 		}
 	}
