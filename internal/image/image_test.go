@@ -36,8 +36,10 @@ func TestReleaseImagesPushAndRunFromTheRegistry(t *testing.T) {
 	}
 	reg := testregistry.Start()
 	t.Cleanup(reg.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	// Cancelled by cleanup rather than defer: the parallel subtests below
+	// run after this function has returned, and still pull from reg.
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	t.Cleanup(cancel)
 	const version = "v9.8.7-test"
 	repository := reg.Host() + "/runtime-fleet"
 	built, err := image.BuildRelease(ctx, image.ReleaseOptions{Root: root, WorkDir: t.TempDir(), Repository: repository, Version: version})
@@ -56,6 +58,9 @@ func TestReleaseImagesPushAndRunFromTheRegistry(t *testing.T) {
 
 	for _, b := range built {
 		t.Run(b.Name, func(t *testing.T) {
+			// Each image is only read here, so both are checked at once: an
+			// image's binary is tens of MB to extract, write out and run.
+			t.Parallel()
 			imageTag, sbomTag, err := b.Tags(version)
 			if err != nil {
 				t.Fatal(err)
