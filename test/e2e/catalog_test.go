@@ -104,7 +104,7 @@ func TestCatalogFailureIsAWarningEvent(t *testing.T) {
 	})
 
 	g.Eventually(func(g Gomega) {
-		found, err := testenv.Events(ctx, env.kcpClient, kcpNamespace, "Kyma", name, catalog.ReasonRuntimeUnavailable)
+		found, err := testenv.Events(ctx, env.kcpClient, "Kyma", kyma, catalog.ReasonRuntimeUnavailable)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(found).NotTo(BeEmpty())
 		g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))

@@ -551,9 +551,12 @@ func TestManifestKstatusInEachState(t *testing.T) {
 }
 
 // manifestWarnings are the notes of the Manifest's Warning events, where
-// raw error text goes.
+// raw error text goes: of this Manifest, not of an earlier test run's of
+// the same name.
 func manifestWarnings(g Gomega, name string) []string {
-	events, err := testenv.Events(context.Background(), env.kcpClient, kcpNamespace, "Manifest", name, "")
+	m := &v1beta2.Manifest{}
+	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: name}, m)).To(Succeed())
+	events, err := testenv.Events(context.Background(), env.kcpClient, "Manifest", m, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	var notes []string
 	for _, e := range events {

@@ -88,15 +88,14 @@ func TestInstallWritesEachManifestOnceAndOneEvent(t *testing.T) {
 }
 
 // normalEvents are the Normal events about an object whose reason starts
-// with prefix. The object is told by its UID as well as its name: a test
-// run again in the same process (-count) makes objects of the same names,
-// and the events of the earlier run's are still there.
+// with prefix, told by its UID too (testenv.Events).
 func normalEvents(g Gomega, kind, name string, uid types.UID, prefix string) []eventsv1.Event {
-	events, err := testenv.Events(context.Background(), env.kcpClient, kcpNamespace, kind, name, "")
+	regarding := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: kcpNamespace, Name: name, UID: uid}}
+	events, err := testenv.Events(context.Background(), env.kcpClient, kind, regarding, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	var normal []eventsv1.Event
 	for _, e := range events {
-		if e.Regarding.UID == uid && e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Reason, prefix) {
+		if e.Type == corev1.EventTypeNormal && strings.HasPrefix(e.Reason, prefix) {
 			normal = append(normal, e)
 		}
 	}

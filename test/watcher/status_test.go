@@ -110,9 +110,16 @@ func TestAgentFailureIsAnEventNotAKymaCondition(t *testing.T) {
 		Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: ns},
 	}
 	g.Expect(env.kcpClient.Create(ctx, kyma)).To(Succeed())
+	t.Cleanup(func() {
+		// A failed run must not leave the Kyma to the next one (-count).
+		_ = env.kcpClient.Delete(ctx, kyma)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(kyma), &v1beta2.Kyma{}))
+		}, timeout, interval).Should(BeTrue())
+	})
 
 	g.Eventually(func(g Gomega) {
-		found, err := testenv.Events(ctx, env.kcpClient, kcpNamespace, "Kyma", name, watcherctrl.ReasonKubeconfigRefused)
+		found, err := testenv.Events(ctx, env.kcpClient, "Kyma", kyma, watcherctrl.ReasonKubeconfigRefused)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(found).NotTo(BeEmpty())
 		g.Expect(found[0].Type).To(Equal(corev1.EventTypeWarning))
