@@ -229,19 +229,21 @@ func newRemovalKyma(t *testing.T, op *operatorUnderTest, modules ...string) *rem
 
 var (
 	testIDsMu sync.Mutex
-	testIDs   = map[string]string{} // test name → short id, so names stay short
+	// One per test run, not per test name: go test -count runs a test
+	// again in the same process, against the same control plane.
+	testIDs = map[*testing.T]string{}
 )
 
 // testID is a short id of the test, in letters: module names are words.
 func testID(t *testing.T) string {
 	testIDsMu.Lock()
 	defer testIDsMu.Unlock()
-	if id, ok := testIDs[t.Name()]; ok {
+	if id, ok := testIDs[t]; ok {
 		return id
 	}
 	n := len(testIDs)
 	id := "tst" + string(rune('a'+n/26%26)) + string(rune('a'+n%26))
-	testIDs[t.Name()] = id
+	testIDs[t] = id
 	return id
 }
 
