@@ -56,11 +56,19 @@ const (
 	// put it there in the control plane.
 	OwnedByAnnotation = "operator.kyma-project.io/owned-by"
 
-	// AdoptAnnotation lets a module adopt an object: set to "true" on the object
-	// in the module's content, the module takes it over when it already exists
-	// in the runtime without any module's labels (the runtime owner's). Without
-	// it such an object is an ownership conflict and is never taken over.
+	// AdoptAnnotation is the module's half of adopting an object: set to
+	// "true" on the object in the module's content, it asks to take the
+	// object over when it already exists in the runtime without any module's
+	// labels (the runtime owner's). The runtime owner's consent
+	// (AdoptableByAnnotation on the live object) is the other half; without
+	// both, such an object is an ownership conflict and is never taken over.
 	AdoptAnnotation = "operator.kyma-project.io/adopt"
+
+	// AdoptableByAnnotation is the runtime owner's half of adopting an
+	// object: set on the live object in the runtime, its value names the one
+	// module that may adopt it. Content cannot set it on an existing object,
+	// since the module does not write the object before it is adopted.
+	AdoptableByAnnotation = "operator.kyma-project.io/adoptable-by"
 
 	// AdoptedAnnotation is the operator's record, written on an object when a
 	// module adopted it rather than created it: on removal an adopted object is

@@ -86,7 +86,12 @@ func newModule(t *testing.T, name string, declared v1beta2.ModuleRBAC) module {
 func (m module) apply(ctx context.Context, content string, inventory []v1beta2.Resource) (apply.ModuleResult, error) {
 	objects := decode(content)
 	mapper := admin.RESTMapper()
-	grant, err := access.Derive(m.declared, m.id.Namespace, objects, nil, inventory, mapper)
+	owner := apply.Owner{Kyma: m.id.Kyma, Module: m.id.Module, Manifest: "kcp-system/" + m.id.Module, SyncNamespace: m.id.Namespace}
+	plan, err := apply.PlanModule(ctx, admin, objects, owner, inventory)
+	if err != nil {
+		return apply.ModuleResult{}, err
+	}
+	grant, err := access.Derive(m.declared, plan.OwnNamespaces(nil), plan.Writable(), nil, inventory, mapper)
 	if err != nil {
 		return apply.ModuleResult{}, err
 	}
@@ -101,8 +106,7 @@ func (m module) apply(ctx context.Context, content string, inventory []v1beta2.R
 			return err
 		}
 	}
-	owner := apply.Owner{Kyma: m.id.Kyma, Module: m.id.Module, Manifest: "kcp-system/" + m.id.Module, SyncNamespace: m.id.Namespace}
-	return applier.ApplyModule(ctx, objects, owner, inventory)
+	return applier.ApplyPlan(ctx, plan)
 }
 
 // as is a client that acts as the module's identity, by impersonation
@@ -395,18 +399,22 @@ metadata: {name: a, namespace: mail}
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: stray, namespace: kube-system}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: kube-system}
 `)
 	inventory := []v1beta2.Resource{
 		{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "mail", Name: "old"},
 		{GroupVersionKind: metav1.GroupVersionKind{Group: "gone.example.com", Version: "v1", Kind: "Gone"}, Namespace: "mail", Name: "x"},
 	}
 	defaultCR := decode("apiVersion: post.example.com/v1\nkind: Parcel\nmetadata: {name: default, namespace: mail}\n")[0]
-	grant, err := access.Derive(v1beta2.ModuleRBAC{}, "mail", objects, defaultCR, inventory, admin.RESTMapper())
+	grant, err := access.Derive(v1beta2.ModuleRBAC{}, []string{"mail"}, objects, defaultCR, inventory, admin.RESTMapper())
 	g.Expect(err).NotTo(HaveOccurred())
 	verbs := []string{"get", "create", "update", "patch", "delete"}
 	g.Expect(grant.Cluster).To(Equal([]rbacv1.PolicyRule{
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"parcels.post.example.com"}, Verbs: verbs},
-	}))
+	}), "no write of Namespace kube-system: not one of the module's own namespaces")
 	g.Expect(grant.Namespaced).To(HaveKeyWithValue("mail", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"a", "b", "old"}, Verbs: verbs},
 		{APIGroups: []string{"post.example.com"}, Resources: []string{"parcels"}, ResourceNames: []string{"default", "first"}, Verbs: verbs},

@@ -43,7 +43,7 @@ func WaitEffective(ctx context.Context, admin client.Client, id Identity, grant 
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, effectiveTimeout, true, func(ctx context.Context) (bool, error) {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:               id.Username(),
-				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + id.Namespace, "system:authenticated"},
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ServiceAccountNamespace, "system:authenticated"},
 				ResourceAttributes: &check,
 			}}
 			if err := admin.Create(ctx, review); err != nil {

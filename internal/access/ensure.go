@@ -26,13 +26,17 @@ const FieldManager = "lifecycle-manager-access"
 // before it does; those namespaces are returned, and Ensure is called again
 // once the content's Namespaces are applied.
 func Ensure(ctx context.Context, admin client.Client, id Identity, grant Grant) (pending []string, err error) {
+	namespace := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceAccountNamespace, Labels: labels()},
+	}
 	sa := &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: id.Namespace, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: ServiceAccountNamespace, Labels: labels()},
 		// Its tokens come from TokenRequest only, never a Secret.
 		AutomountServiceAccountToken: new(false),
 	}
-	objects := []client.Object{sa}
+	objects := []client.Object{namespace, sa}
 	objects = append(objects, clusterGrant(id, purposeDeclared, grant.Declared.ClusterRules)...)
 	objects = append(objects, clusterGrant(id, purposeWrites, grant.Cluster)...)
 	objects = append(objects, namespacedGrant(id, purposeDeclared, id.Namespace, grant.Declared.NamespacedRules)...)
@@ -53,7 +57,32 @@ func Ensure(ctx context.Context, admin client.Client, id Identity, grant Grant) 
 		}
 		written = append(written, namespace)
 	}
+	if err := removeLegacyServiceAccount(ctx, admin, id); err != nil {
+		return nil, err
+	}
 	return pending, WaitEffective(ctx, admin, id, grant, written)
+}
+
+// removeLegacyServiceAccount deletes the identity's ServiceAccount of
+// before ServiceAccountNamespace, from the sync namespace: a Pod there
+// could run as it. Only one that carries the identity's label is deleted.
+func removeLegacyServiceAccount(ctx context.Context, admin client.Client, id Identity) error {
+	namespace, name := id.legacyServiceAccount()
+	sa := &corev1.ServiceAccount{}
+	err := admin.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, sa)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the module identity's former ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	if sa.Labels[identityLabel] != "true" {
+		return nil // not ours
+	}
+	if err := admin.Delete(ctx, sa, client.Preconditions{UID: &sa.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the module identity's former ServiceAccount %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
 
 // Remove deletes the identity from the runtime: its bindings first, so
@@ -79,8 +108,11 @@ func Remove(ctx context.Context, admin client.Client, id Identity) error {
 			}
 		}
 	}
-	objects = append(objects, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: id.Namespace}})
+	objects = append(objects, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: ServiceAccountNamespace}})
 	var errs []error
+	if err := removeLegacyServiceAccount(ctx, admin, id); err != nil {
+		errs = append(errs, err)
+	}
 	for _, obj := range objects {
 		if err := admin.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err))
@@ -124,7 +156,7 @@ func namespacedGrant(id Identity, purpose, namespace string, rules []rbacv1.Poli
 }
 
 func subject(id Identity) rbacv1.Subject {
-	return rbacv1.Subject{Kind: "ServiceAccount", Name: id.ServiceAccount(), Namespace: id.Namespace}
+	return rbacv1.Subject{Kind: "ServiceAccount", Name: id.ServiceAccount(), Namespace: ServiceAccountNamespace}
 }
 
 // nonNil makes an empty rule list explicit, so that an apply removes rules

@@ -85,11 +85,13 @@ type target struct {
 // rules, and the writes of every object in objects and in inventory (what
 // was applied before and may have to be pruned), by name.
 //
-// Namespaced objects are granted only in the module's own namespaces: the
-// sync namespace and the Namespaces the content ships (or shipped, while
-// they are in the inventory). An object in any other namespace gets no
-// grant, so that the runtime's API server refuses it: a module writes into
-// a namespace only when its content says the namespace is its own.
+// objects must be only what the module may write (apply.Plan.Writable):
+// rights come from what the module provably owns, decided before the grant
+// is written, never from what its content names. Namespaced objects are
+// granted only in own, the module's own namespaces (apply.Plan.OwnNamespaces:
+// the sync namespace and the Namespaces the module created). An object in
+// any other namespace gets no grant, so that the runtime's API server
+// refuses it too.
 //
 // A kind's resource comes from the CRDs among objects when the module
 // defines it, else from the runtime's REST mapper; an inventory kind the
@@ -100,7 +102,7 @@ type target struct {
 // with a plain create when absent, which names no object, so its resource
 // is granted create without names (in its namespace), besides the writes
 // of it by name. A create cannot change an object that exists.
-func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstructured.Unstructured, created *unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
+func Derive(declared v1beta2.ModuleRBAC, own []string, objects []*unstructured.Unstructured, created *unstructured.Unstructured, inventory []v1beta2.Resource, mapper meta.RESTMapper) (Grant, error) {
 	defined, err := definedResources(objects)
 	if err != nil {
 		return Grant{}, err
@@ -138,16 +140,13 @@ func Derive(declared v1beta2.ModuleRBAC, syncNamespace string, objects []*unstru
 		}
 		targets = append(targets, target{r.Namespace, r.Group, resource, r.Name})
 	}
-	own := map[string]bool{syncNamespace: true}
-	for _, t := range targets {
-		if t.namespace == "" && t.group == "" && t.resource == "namespaces" {
-			own[t.name] = true
-		}
-	}
 	grant := Grant{Declared: declared, Namespaced: map[string][]rbacv1.PolicyRule{}}
 	byNamespace := map[string][]target{}
 	for _, t := range targets {
-		if t.namespace == "" || own[t.namespace] {
+		if t.namespace == "" && t.group == "" && t.resource == "namespaces" && !slices.Contains(own, t.name) {
+			continue // a Namespace the module did not create: never written
+		}
+		if t.namespace == "" || slices.Contains(own, t.namespace) {
 			byNamespace[t.namespace] = append(byNamespace[t.namespace], t)
 		}
 	}

@@ -16,31 +16,55 @@ package access
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
 // Identity is one module's identity in one runtime. Kymas that share a
 // runtime API server have sync namespaces of their own, so the sync
-// namespace is part of every cluster-wide name.
+// namespace is part of every name.
 type Identity struct {
 	Kyma   string
 	Module string
-	// Namespace is the sync namespace: where the ServiceAccount is, and
-	// where the declared namespaced rules are granted.
+	// Namespace is the sync namespace: where the declared namespaced rules
+	// are granted. The ServiceAccount is in ServiceAccountNamespace.
 	Namespace string
 }
 
-// ServiceAccount is the name of the identity's ServiceAccount.
-func (i Identity) ServiceAccount() string { return "lm-module-" + i.Module }
+// ServiceAccountNamespace holds the ServiceAccounts of all module
+// identities of a runtime. No module's content may write into it
+// (apply.Limits), and a Pod can run only as a ServiceAccount of its own
+// namespace: so no module's Pod can run as another module's identity,
+// whatever its spec says. In the sync namespace, where modules do write,
+// any Pod could.
+const ServiceAccountNamespace = "lifecycle-manager-identities"
+
+// ServiceAccount is the name of the identity's ServiceAccount: the module
+// and the sync namespace, as modules of Kymas that share an API server
+// share ServiceAccountNamespace.
+func (i Identity) ServiceAccount() string { return i.Module + "." + i.Namespace }
+
+// legacyServiceAccount is where the identity's ServiceAccount was, in the
+// sync namespace, before ServiceAccountNamespace: removed when found.
+func (i Identity) legacyServiceAccount() (namespace, name string) {
+	return i.Namespace, "lm-module-" + i.Module
+}
+
+// IsIdentityServiceAccount tells whether a ServiceAccount name is one a
+// module identity had in the sync namespace before
+// ServiceAccountNamespace; until removed, no module's Pod may run as it.
+func IsIdentityServiceAccount(name string) bool {
+	return strings.HasPrefix(name, "lm-module-")
+}
 
 // Username is the name the runtime's API server knows the identity by.
 func (i Identity) Username() string {
-	return fmt.Sprintf("system:serviceaccount:%s:%s", i.Namespace, i.ServiceAccount())
+	return fmt.Sprintf("system:serviceaccount:%s:%s", ServiceAccountNamespace, i.ServiceAccount())
 }
 
 // String is namespace/name of the ServiceAccount, as status shows it.
-func (i Identity) String() string { return i.Namespace + "/" + i.ServiceAccount() }
+func (i Identity) String() string { return ServiceAccountNamespace + "/" + i.ServiceAccount() }
 
 // roleName names the identity's ClusterRoles, Roles and bindings; purpose
 // is "declared" (the template's rules) or "writes" (its content's

@@ -33,7 +33,7 @@ type Token struct {
 func IssueToken(ctx context.Context, admin client.Client, cfg *rest.Config, id Identity, ttl time.Duration) (Token, error) {
 	seconds := int64(max(ttl, MinTokenTTL) / time.Second)
 	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: id.Namespace}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: id.ServiceAccount(), Namespace: ServiceAccountNamespace}}
 	if err := admin.SubResource("token").Create(ctx, sa, request); err != nil {
 		return Token{}, fmt.Errorf("requesting a token for ServiceAccount %s: %w", id, err)
 	}

@@ -100,7 +100,8 @@ func newModule(t *testing.T) module {
 }
 
 // content renders YAML documents as the operator renders a module's
-// content: %[1]s is the test's namespace, %[2]s its CRD group; objects get
+// content: %[1]s is the test's namespace, %[2]s its CRD group (a document
+// that uses neither is taken as it is); objects get
 // the module's ownership labels and, when they name none, the namespace.
 func (m module) content(t *testing.T, docs ...string) []*unstructured.Unstructured {
 	t.Helper()
@@ -108,7 +109,10 @@ func (m module) content(t *testing.T, docs ...string) []*unstructured.Unstructur
 	objects := make([]*unstructured.Unstructured, 0, len(docs))
 	for _, doc := range docs {
 		obj := &unstructured.Unstructured{}
-		g.Expect(yaml.Unmarshal([]byte(fmt.Sprintf(doc, m.namespace, m.group)), &obj.Object)).To(Succeed())
+		if strings.Contains(doc, "%[") {
+			doc = fmt.Sprintf(doc, m.namespace, m.group)
+		}
+		g.Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
 		objects = append(objects, obj)
 	}
 	manifest := strings.SplitN(m.owner.Manifest, "/", 2)

@@ -38,29 +38,29 @@ type ModuleResult struct {
 	UsedAsIs []string
 }
 
-// ApplyModule applies a module's content, guarded by ownership: an object
-// that exists and is not the module's is never taken over. inventory is what
-// the module applied before (Manifest status.synced); those objects are the
-// module's and are not looked up again, so a steady module costs no extra
-// request. Every other object is looked up once (metadata only) and claimed
-// as ClaimFor decides.
-//
-// When any object conflicts, nothing is applied and a *ConflictError names
-// the objects: a module version goes in whole or not at all, as with content
-// that fails to render, and what is installed stays as it is.
+// ApplyModule applies a module's content, guarded by ownership: it plans
+// (PlanModule, reading through the applier's client) and applies the plan.
 func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstructured, owner Owner, inventory []v1beta2.Resource) (ModuleResult, error) {
-	claims, holders, err := a.claim(ctx, objects, owner, inventory)
+	plan, err := PlanModule(ctx, a.client, objects, owner, inventory)
 	if err != nil {
 		return ModuleResult{}, err
 	}
-	var conflicts []Conflict
+	return a.ApplyPlan(ctx, plan)
+}
+
+// ApplyPlan applies a module's content as plan decided. When the plan has
+// conflicts or refusals, nothing is applied and a *ConflictError names the
+// objects: a module version goes in whole or not at all, as with content
+// that fails to render, and what is installed stays as it is.
+func (a *Applier) ApplyPlan(ctx context.Context, plan *Plan) (ModuleResult, error) {
+	if conflicts := plan.Conflicts(); len(conflicts) > 0 {
+		return ModuleResult{}, &ConflictError{Conflicts: conflicts}
+	}
 	var result ModuleResult
-	toApply := make([]*unstructured.Unstructured, 0, len(objects))
+	toApply := make([]*unstructured.Unstructured, 0, len(plan.Objects))
 	var toAdopt, staged, fresh []*unstructured.Unstructured
-	for i, obj := range objects {
-		switch claims[i] {
-		case ClaimConflict:
-			conflicts = append(conflicts, Conflict{Object: describe(obj.GetKind(), obj.GetNamespace(), obj.GetName()), Holder: holders[i]})
+	for i, obj := range plan.Objects {
+		switch plan.Claims[i] {
 		case ClaimUseAsIs:
 			result.UsedAsIs = append(result.UsedAsIs, describe(obj.GetKind(), "", obj.GetName()))
 		case ClaimAdopt:
@@ -78,9 +78,6 @@ func (a *Applier) ApplyModule(ctx context.Context, objects []*unstructured.Unstr
 			toApply = append(toApply, obj)
 			staged = append(staged, obj)
 		}
-	}
-	if len(conflicts) > 0 {
-		return ModuleResult{}, &ConflictError{Conflicts: conflicts}
 	}
 	// The record goes first: should the apply fail after it, the object is
 	// still the runtime owner's (no labels of ours) and is adopted again.
@@ -140,57 +137,6 @@ func (a *Applier) create(ctx context.Context, objects []*unstructured.Unstructur
 		})
 	}
 	return g.Wait()
-}
-
-// claim decides, for each object, what the module may do with it. Only
-// objects outside the inventory, and Namespaces (few, and shared between
-// modules), are looked up.
-func (a *Applier) claim(ctx context.Context, objects []*unstructured.Unstructured, owner Owner, inventory []v1beta2.Resource) ([]Claim, []string, error) {
-	known := make(map[string]bool, len(inventory))
-	for _, r := range inventory {
-		known[key(r)] = true
-	}
-	claims := make([]Claim, len(objects))
-	holders := make([]string, len(objects))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(lookupConcurrency)
-	for i, obj := range objects {
-		desired := objectOf(obj)
-		if known[key(resourceOf(obj))] && !isNamespace(resourceOf(obj)) {
-			claims[i] = ClaimOwned
-			continue
-		}
-		if desired.Group == "" && desired.Kind == "Namespace" && desired.Name == owner.SyncNamespace {
-			claims[i] = ClaimUseAsIs // no need to look: never written
-			continue
-		}
-		g.Go(func() error {
-			live, err := a.lookup(gctx, obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
-			if err != nil {
-				return err
-			}
-			claims[i], holders[i] = ClaimFor(desired, live, owner)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
-	}
-	return claims, holders, nil
-}
-
-// lookup reads an object's metadata; nil when it does not exist (also when
-// its kind is not served yet: a CRD applied in the same batch).
-func (a *Applier) lookup(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*metav1.ObjectMeta, error) {
-	live := &metav1.PartialObjectMetadata{}
-	live.SetGroupVersionKind(gvk)
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s: %w", describe(gvk.Kind, namespace, name), err)
-	}
-	return &live.ObjectMeta, nil
 }
 
 func (a *Applier) markAdopted(ctx context.Context, obj *unstructured.Unstructured) error {
@@ -303,7 +249,7 @@ func (a *Applier) RemoveModule(ctx context.Context, resources []v1beta2.Resource
 func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOptions, removal *Removal) error {
 	gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
 	name := describe(r.Kind, r.Namespace, r.Name)
-	live, err := a.lookup(ctx, gvk, r.Namespace, r.Name)
+	live, err := lookup(ctx, a.client, gvk, r.Namespace, r.Name)
 	if err != nil {
 		return err
 	}
@@ -413,7 +359,7 @@ func isCRD(r v1beta2.Resource) bool {
 func (a *Applier) ReleaseModule(ctx context.Context, resources []v1beta2.Resource, owner Owner) error {
 	for _, r := range resources {
 		gvk := schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
-		live, err := a.lookup(ctx, gvk, r.Namespace, r.Name)
+		live, err := lookup(ctx, a.client, gvk, r.Namespace, r.Name)
 		if err != nil {
 			return err
 		}

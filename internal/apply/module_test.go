@@ -139,7 +139,8 @@ func TestApplyModuleConflictAppliesNothing(t *testing.T) {
 }
 
 // TestApplyModuleAdoptsWhenAllowed ships an existing object of the runtime
-// owner with the adopt annotation: it is adopted, and the record of it
+// owner with the adopt annotation: it is a conflict until the runtime owner
+// consents on the object; then it is adopted, and the record of it
 // survives applying again; removing the module releases it instead of
 // deleting it.
 func TestApplyModuleAdoptsWhenAllowed(t *testing.T) {
@@ -150,6 +151,18 @@ func TestApplyModuleAdoptsWhenAllowed(t *testing.T) {
 	g.Expect(runtimeClient.Create(ctx, existing)).To(Succeed())
 	docs := []string{`{apiVersion: v1, kind: ConfigMap, metadata: {name: adoptable, namespace: "%[1]s", annotations: {"` +
 		v1beta2.AdoptAnnotation + `": "true"}}, data: {value: "module's"}}`}
+
+	// The module asking alone takes nothing over.
+	_, err := applier().ApplyModule(ctx, m.content(t, docs...), m.owner, nil)
+	conflict := &apply.ConflictError{}
+	g.Expect(errors.As(err, &conflict)).To(BeTrue(), "without the runtime owner's consent: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(v1beta2.AdoptableByAnnotation + ": " + m.owner.Module))
+	g.Expect(live(g, "v1", "ConfigMap", m.namespace, "adoptable").Labels).To(noOwnershipLabels())
+
+	// The runtime owner consents.
+	consenting := existing.DeepCopy()
+	consenting.Annotations = map[string]string{v1beta2.AdoptableByAnnotation: m.owner.Module}
+	g.Expect(runtimeClient.Patch(ctx, consenting, client.MergeFrom(existing))).To(Succeed())
 
 	result, err := applier().ApplyModule(ctx, m.content(t, docs...), m.owner, nil)
 	g.Expect(err).NotTo(HaveOccurred())

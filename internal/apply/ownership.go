@@ -43,13 +43,14 @@ const (
 	ClaimCreate Claim = "Create"
 	// ClaimOwned means: the object is the module's already.
 	ClaimOwned Claim = "Owned"
-	// ClaimAdopt means: the object is the runtime owner's and the module's content
-	// allows adoption; it becomes the module's, and is released, not
-	// deleted, when the module goes.
+	// ClaimAdopt means: the object is the runtime owner's, the runtime owner
+	// consents (AdoptableByAnnotation names the module) and the module's
+	// content asks for it (AdoptAnnotation); it becomes the module's, and is
+	// released, not deleted, when the module goes.
 	ClaimAdopt Claim = "Adopt"
-	// ClaimUseAsIs means: a Namespace that exists and is not the module's (the sync
-	// namespace always): the module's objects go into it, but the module
-	// neither writes nor deletes it.
+	// ClaimUseAsIs means: a Namespace that exists and that the module did not
+	// create (the sync namespace always): the module neither writes nor
+	// deletes it, and it is not one of the module's own namespaces.
 	ClaimUseAsIs Claim = "UseAsIs"
 	// ClaimConflict means: the object exists and is someone else's; the module
 	// must not take it over.
@@ -81,11 +82,18 @@ func ClaimFor(desired Object, live *metav1.ObjectMeta, owner Owner) (Claim, stri
 	if live.Annotations[v1beta2.OwnedByAnnotation] == owner.Manifest && owner.Manifest != "" {
 		return ClaimOwned, "" // released by this very Manifest, now managed again
 	}
-	if desired.Adopt {
-		return ClaimAdopt, ""
-	}
 	if isNamespace {
+		// Never adopted: a Namespace is the module's only when the module
+		// created it, since owning one lets the module write into it.
 		return ClaimUseAsIs, ""
+	}
+	consent := live.Annotations[v1beta2.AdoptableByAnnotation] == owner.Module && owner.Module != ""
+	switch {
+	case desired.Adopt && consent:
+		return ClaimAdopt, ""
+	case desired.Adopt:
+		return ClaimConflict, fmt.Sprintf("the runtime owner's; the module asks to adopt it, and the runtime owner has not consented with %s: %s on it",
+			v1beta2.AdoptableByAnnotation, owner.Module)
 	}
 	return ClaimConflict, "not created by lifecycle-manager"
 }
@@ -169,14 +177,17 @@ type Conflict struct {
 	Holder string
 }
 
-// ConflictError says that a module's content names objects that exist and
-// are someone else's. Nothing of the module was applied.
+// ConflictError says that a module's content names objects that it may not
+// write: they exist and are someone else's, or no module may write them
+// (Plan.Refuse). Nothing of the module was applied, and its identity was
+// granted nothing for them.
 type ConflictError struct {
 	Conflicts []Conflict
 }
 
-// maxConflictsNamed keeps the message (and the Manifest's condition) short.
-const maxConflictsNamed = 5
+// maxConflictsNamed keeps the message (and the Manifest's condition)
+// bounded; the Manifest's event names the same.
+const maxConflictsNamed = 10
 
 func (e *ConflictError) Error() string {
 	conflicts := append([]Conflict(nil), e.Conflicts...)
@@ -189,10 +200,11 @@ func (e *ConflictError) Error() string {
 		}
 		named = append(named, fmt.Sprintf("%s (%s)", c.Object, c.Holder))
 	}
-	return fmt.Sprintf("%d objects of the module exist and are not its own: %s. A module never takes over an object it did not create: "+
+	return fmt.Sprintf("%d objects of the module are not its own to write: %s. Nothing was applied and the module's identity was granted nothing for them. "+
+		"A module never takes over an object it did not create: "+
 		"remove or rename the object in the runtime or in the module, or, for an object of the runtime owner, "+
-		"allow adoption with the annotation %s: \"true\" on it in the module's content",
-		len(conflicts), strings.Join(named, ", "), v1beta2.AdoptAnnotation)
+		"adopt it with consent from both sides: the annotation %s: \"true\" on it in the module's content, and %s: <module> on the object in the runtime",
+		len(conflicts), strings.Join(named, ", "), v1beta2.AdoptAnnotation, v1beta2.AdoptableByAnnotation)
 }
 
 // describe names an object for people: "Kind namespace/name", or

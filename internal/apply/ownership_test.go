@@ -62,7 +62,17 @@ func TestClaimFor(t *testing.T) {
 			want: ClaimConflict, wantHolder: "module first's of Kyma kyma-2"},
 		{name: "the operator's own is a conflict", desired: configMap, live: meta(map[string]string{v1beta2.ManagedByLabel: v1beta2.ManagedByValue}, nil),
 			want: ClaimConflict, wantHolder: "lifecycle-manager's own, not a module's"},
-		{name: "runtime owner's with adoption allowed is adopted", desired: adoptable, live: meta(nil, nil), want: ClaimAdopt},
+		{name: "runtime owner's with consent from both sides is adopted", desired: adoptable,
+			live: meta(nil, map[string]string{v1beta2.AdoptableByAnnotation: "first"}), want: ClaimAdopt},
+		{name: "the module asking alone does not adopt", desired: adoptable, live: meta(nil, nil),
+			want: ClaimConflict, wantHolder: "the runtime owner's; the module asks to adopt it, and the runtime owner has not consented with " + v1beta2.AdoptableByAnnotation + ": first on it"},
+		{name: "consent for another module does not adopt", desired: adoptable,
+			live: meta(nil, map[string]string{v1beta2.AdoptableByAnnotation: "second"}),
+			want: ClaimConflict, wantHolder: "the runtime owner's; the module asks to adopt it, and the runtime owner has not consented with " + v1beta2.AdoptableByAnnotation + ": first on it"},
+		{name: "consent alone does not adopt", desired: configMap,
+			live: meta(nil, map[string]string{v1beta2.AdoptableByAnnotation: "first"}), want: ClaimConflict, wantHolder: "not created by lifecycle-manager"},
+		{name: "a namespace is never adopted", desired: Object{Kind: "Namespace", Name: "owners", Adopt: true},
+			live: meta(nil, map[string]string{v1beta2.AdoptableByAnnotation: "first"}), want: ClaimUseAsIs},
 		{name: "another module's is never adopted", desired: adoptable, live: meta(labelsOf("kyma-1", "second"), nil),
 			want: ClaimConflict, wantHolder: "module second's"},
 		{name: "released by this Manifest is taken back", desired: configMap,
@@ -124,15 +134,15 @@ func TestConflictErrorNamesObjectsAndWhatToDo(t *testing.T) {
 		{Object: "ConfigMap kyma-system/b", Holder: "not created by lifecycle-manager"},
 		{Object: "ClusterRole a", Holder: "module second's"},
 	}}
-	g.Expect(err.Error()).To(HavePrefix("2 objects of the module exist and are not its own: ClusterRole a (module second's), ConfigMap kyma-system/b (not created by lifecycle-manager)."))
+	g.Expect(err.Error()).To(HavePrefix("2 objects of the module are not its own to write: ClusterRole a (module second's), ConfigMap kyma-system/b (not created by lifecycle-manager)."))
 	g.Expect(err.Error()).To(ContainSubstring(`operator.kyma-project.io/adopt: "true"`))
 
 	many := &ConflictError{}
-	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"} {
 		many.Conflicts = append(many.Conflicts, Conflict{Object: "ConfigMap ns/" + name, Holder: "x"})
 	}
-	g.Expect(many.Error()).To(ContainSubstring("ConfigMap ns/e (x), and 2 more."))
-	g.Expect(many.Error()).NotTo(ContainSubstring("ns/f"))
+	g.Expect(many.Error()).To(ContainSubstring("ConfigMap ns/j (x), and 2 more."))
+	g.Expect(many.Error()).NotTo(ContainSubstring("ns/k"))
 }
 
 func TestRemovalOrderPutsNamespacesLast(t *testing.T) {

@@ -26,7 +26,8 @@ func TestPruneModuleDeletesOnlyWhatTheModuleCreated(t *testing.T) {
 	ctx := context.Background()
 	m := newModule(t)
 	own := m.namespace + "-own"
-	g.Expect(runtimeClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: m.namespace}})).To(Succeed())
+	g.Expect(runtimeClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: m.namespace,
+		Annotations: map[string]string{v1beta2.AdoptableByAnnotation: m.owner.Module}}})).To(Succeed())
 
 	v1, err := applier().ApplyModule(ctx, m.content(t,
 		ownNamespace,

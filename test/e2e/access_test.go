@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/access"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
@@ -48,7 +49,7 @@ var configMapsInSyncNamespace = v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.Pol
 }}
 
 // A module that declares RBAC is installed as its own identity: a
-// ServiceAccount in the sync namespace holding the declared rules, and the
+// ServiceAccount in the identities namespace holding the declared rules, and the
 // writes of its content's objects, by name, which status lists. Its
 // content's own RBAC, within what it declares, applies. Removing the module
 // removes the identity.
@@ -75,12 +76,12 @@ func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
 	m := k.manifest(NewWithT(t), name)
 	g.Expect(m.Spec.RBAC).NotTo(BeNil(), "the Kyma controller copies the declared RBAC into the Manifest")
 	g.Expect(m.Status.Access).NotTo(BeNil())
-	g.Expect(m.Status.Access.Identity).To(Equal("kyma-system/lm-module-" + name))
+	g.Expect(m.Status.Access.Identity).To(Equal(access.ServiceAccountNamespace + "/" + name + ".kyma-system"))
 	g.Expect(m.Status.Access.Writes).To(ConsistOf("configmaps", "namespaces", "serviceaccounts",
 		"clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"))
 
 	rc := k.runtime.client
-	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{})).To(Succeed())
+	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}, &corev1.ServiceAccount{})).To(Succeed())
 	writes := &rbacv1.Role{}
 	g.Expect(rc.Get(ctx, client.ObjectKey{Namespace: "identity-shop-system", Name: "lifecycle-manager:module:kyma-system:identity-shop:writes"}, writes)).To(Succeed(),
 		"writes in the Namespace the content creates are granted once it exists")
@@ -92,7 +93,7 @@ func TestDeclaredModuleIsWrittenAsItsOwnIdentity(t *testing.T) {
 
 	k.withModules(t)
 	g.Eventually(func(g Gomega) {
-		g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "lm-module-" + name}, &corev1.ServiceAccount{}))).To(BeTrue())
+		g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}, &corev1.ServiceAccount{}))).To(BeTrue())
 		roles := &rbacv1.ClusterRoleList{}
 		g.Expect(rc.List(ctx, roles)).To(Succeed())
 		for _, r := range roles.Items {
@@ -158,7 +159,7 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 	secretKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name) + "-module-kubeconfig"}
 	first := moduleKubeconfig(t, secretKey)
 	c := runtimeClientOf(t, first)
-	g.Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:kyma-system:lm-module-" + name))
+	g.Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:"+access.ServiceAccountNamespace+":"+name+".kyma-system"))
 	g.Expect(c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kyma-system"))).To(Succeed())
 	g.Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace("kyma-system")))).To(BeTrue(), "only the declared rights")
 
@@ -168,7 +169,7 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 		g.Expect(second).NotTo(Equal(first))
 	}, timeout, interval).Should(Succeed(), "the token is renewed")
 	for _, kubeconfig := range [][]byte{first, second} {
-		g.Expect(whoAmI(ctx, runtimeClientOf(t, kubeconfig))).To(Equal("system:serviceaccount:kyma-system:lm-module-"+name),
+		g.Expect(whoAmI(ctx, runtimeClientOf(t, kubeconfig))).To(Equal("system:serviceaccount:"+access.ServiceAccountNamespace+":"+name+".kyma-system"),
 			"a renewed token does not end the one before it")
 	}
 

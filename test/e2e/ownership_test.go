@@ -250,8 +250,8 @@ func TestOwnershipNamespaces(t *testing.T) {
 	k.eventuallyReady(t)
 }
 
-// TestOwnershipAdoptionAllowed has a module that allows adopting an object
-// of the runtime owner: it is adopted (labelled, written, recorded as
+// TestOwnershipAdoptionAllowed has a module that asks to adopt an object of
+// the runtime owner, who consents on the object: it is adopted (labelled, written, recorded as
 // adopted), and on removal released, not deleted.
 func TestOwnershipAdoptionAllowed(t *testing.T) {
 	t.Parallel()
@@ -261,7 +261,8 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 
 	k := newKyma(t)
 	owners := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: v1beta2.DefaultRuntimeNamespace, Labels: map[string]string{"app": "owners"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: v1beta2.DefaultRuntimeNamespace, Labels: map[string]string{"app": "owners"},
+			Annotations: map[string]string{v1beta2.AdoptableByAnnotation: name}},
 		Data:       map[string]string{"from": "owner"},
 	}
 	k.createInRuntime(t, owners)

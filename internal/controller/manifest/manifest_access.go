@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/access"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -113,7 +115,7 @@ var errUndeclaredRefused = errors.New("the module declares no RBAC and this oper
 // records it in status, and returns the writer and, when namespaces the
 // content creates are still missing, a step that grants the writes in them
 // once the content's Namespaces are applied.
-func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (client.Client, func(context.Context) error, reconciler.Outcome, bool) {
+func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, plan *apply.Plan) (client.Client, func(context.Context) error, reconciler.Outcome, bool) {
 	id, declared := r.identity(manifest)
 	if !declared {
 		if r.Access.Undeclared == UndeclaredRefuse {
@@ -131,11 +133,15 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	}
 	// On a first install the default CR's kind is not served yet: its CRD
 	// is in the content, which says its scope.
-	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), scopeWithContent(objects, cluster.Mapper))
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), scopeWithContent(plan.Objects, cluster.Mapper))
 	if err != nil {
 		cr = nil // moduleState reports it
 	}
-	grant, err := access.Derive(*manifest.Spec.RBAC, r.syncNamespace(manifest), objects, cr, manifest.Status.Synced, cluster.Mapper)
+	own := plan.OwnNamespaces([]string{access.ServiceAccountNamespace})
+	if cr != nil && cr.GetNamespace() != "" && !slices.Contains(own, cr.GetNamespace()) {
+		cr = nil // not the module's to create there: nothing granted
+	}
+	grant, err := access.Derive(*manifest.Spec.RBAC, own, plan.Writable(), cr, manifest.Status.Synced, cluster.Mapper)
 	if err != nil {
 		return nil, nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Finding what the module's identity must be granted", err), err), false
 	}

@@ -64,7 +64,7 @@ func TestTokenDue(t *testing.T) {
 		NamespacedRules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
 	}}}
 	g.Expect(r.tokenDue(m, now)).To(BeTrue(), "no token yet")
-	m.Status.Access = &v1beta2.ModuleAccess{Identity: "kyma-system/lm-module-x", TokenExpires: &metav1.Time{Time: now.Add(time.Hour)}}
+	m.Status.Access = &v1beta2.ModuleAccess{Identity: "lifecycle-manager-identities/x.kyma-system", TokenExpires: &metav1.Time{Time: now.Add(time.Hour)}}
 	g.Expect(r.tokenDue(m, now)).To(BeFalse())
 	until, ok := r.untilTokenDue(m, now)
 	g.Expect(ok).To(BeTrue())

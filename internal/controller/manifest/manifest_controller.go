@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/access"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
@@ -27,6 +28,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	watchercontroller "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 )
 
 // Renderer turns a Manifest's content into the objects to apply, labelled and
@@ -156,12 +158,19 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 		return contentFailed(err)
 	}
 	r.verified.Forget(manifest.UID)
-	writer, grantPending, o, ok := r.prepareWriter(ctx, cluster, manifest, objects)
+	// Ownership is decided before anything is written or granted: the
+	// identity's rights come from what the module owns, never from what
+	// its content names.
+	plan, o, ok := r.plan(ctx, cluster, manifest, objects)
+	if !ok {
+		return o
+	}
+	writer, grantPending, o, ok := r.prepareWriter(ctx, cluster, manifest, plan)
 	if !ok {
 		return o
 	}
 	observed := &apply.Observed{}
-	if o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, objects); !ok {
+	if o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, plan); !ok {
 		return o
 	}
 	if err := r.ensureKubeconfig(ctx, cluster, manifest); err != nil {
@@ -206,24 +215,56 @@ func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, m
 	return err == nil && readiness.State == v1beta2.StateReady
 }
 
-// applyAndPrune applies the rendered objects guarded by ownership and
-// prunes what the module no longer ships, writing through writer; ok is
-// false when the reconcile must end with o. grantPending, when set, runs
-// once the content's cluster definitions (its Namespaces) are applied.
-func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, writer client.Client, grantPending func(context.Context) error, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (o reconciler.Outcome, ok bool) {
+// plan decides, reading the runtime as the connection's user, what the
+// module may do with each object of its content (internal/apply Plan);
+// ok is false when the reconcile must end with o: the content names
+// objects the module may not write. Nothing is then applied, pruned or
+// granted.
+func (r *Reconciler) plan(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, objects []*unstructured.Unstructured) (*apply.Plan, reconciler.Outcome, bool) {
+	plan, err := apply.PlanModule(ctx, cluster.Client, objects, r.owner(manifest), manifest.Status.Synced)
+	if err != nil {
+		r.Runtimes.EvictOnError(kymaName(manifest), err)
+		return nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Reading what exists of the module's resources in the runtime", err), err), false
+	}
+	plan.Refuse(r.limits(manifest))
+	if conflicts := plan.Conflicts(); len(conflicts) > 0 {
+		// Someone else's objects, or objects no module may write: only a
+		// person can resolve it, in the runtime (not watched) or in the
+		// module, so look again at the Error interval rather than back off.
+		return nil, ownershipConflict(&apply.ConflictError{Conflicts: conflicts}, r.Intervals), false
+	}
+	return plan, reconciler.Outcome{}, true
+}
+
+// limits are what the Manifest's module may not write, whoever holds the
+// object: the namespace of the operator's identities, Pods that run as an
+// identity of the operator's, and, for a module with an identity,
+// anything outside the namespaces it created.
+func (r *Reconciler) limits(manifest *v1beta2.Manifest) apply.Limits {
+	_, declared := r.identity(manifest)
+	syncNamespace := r.syncNamespace(manifest)
+	return apply.Limits{
+		OwnNamespacesOnly:  declared,
+		ReservedNamespaces: []string{access.ServiceAccountNamespace},
+		ReservedServiceAccount: func(namespace, name string) bool {
+			return (namespace == syncNamespace && name == watchercontroller.AgentServiceAccount) || access.IsIdentityServiceAccount(name)
+		},
+	}
+}
+
+// applyAndPrune applies the planned objects and prunes what the module no
+// longer ships, writing through writer; ok is false when the reconcile must
+// end with o. grantPending, when set, runs once the content's cluster
+// definitions (its Namespaces) are applied.
+func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, writer client.Client, grantPending func(context.Context) error, manifest *v1beta2.Manifest, plan *apply.Plan) (o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
+	objects := plan.Objects
 	applier := apply.NewApplier(writer, cluster.Mapper)
 	applier.AfterStaged = grantPending
-	applied, err := applier.ApplyModule(ctx, objects, r.owner(manifest), manifest.Status.Synced)
+	applied, err := applier.ApplyPlan(ctx, plan)
 	if o, ok := accessRefused(manifest, err, r.Intervals); ok {
 		r.refused(cluster, manifest)
 		return o, false
-	}
-	if conflict := (*apply.ConflictError)(nil); errors.As(err, &conflict) {
-		// Someone else's objects: nothing was applied and nothing is pruned.
-		// Only a person can resolve it, in the runtime, which is not
-		// watched: look again at the Error interval rather than back off.
-		return ownershipConflict(conflict, r.Intervals), false
 	}
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)

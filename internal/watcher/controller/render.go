@@ -25,6 +25,11 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/pki"
 )
 
+// AgentServiceAccount is the ServiceAccount the agent runs as, in the
+// runtime's sync namespace: an identity of the operator's that no module's
+// Pod may run as (internal/apply Limits).
+const AgentServiceAccount = agentName
+
 // Names of the agent's resources in a runtime.
 const (
 	agentName = "runtime-watcher"
