@@ -159,7 +159,7 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 	secretKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name) + "-module-kubeconfig"}
 	first := moduleKubeconfig(t, secretKey)
 	c := runtimeClientOf(t, first)
-	g.Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:"+access.ServiceAccountNamespace+":"+name+".kyma-system"))
+	g.Expect(whoAmI(ctx, c)).To(Equal("system:serviceaccount:" + access.ServiceAccountNamespace + ":" + name + ".kyma-system"))
 	g.Expect(c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("kyma-system"))).To(Succeed())
 	g.Expect(apierrors.IsForbidden(c.List(ctx, &corev1.SecretList{}, client.InNamespace("kyma-system")))).To(BeTrue(), "only the declared rights")
 

@@ -263,7 +263,7 @@ func TestOwnershipAdoptionAllowed(t *testing.T) {
 	owners := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: v1beta2.DefaultRuntimeNamespace, Labels: map[string]string{"app": "owners"},
 			Annotations: map[string]string{v1beta2.AdoptableByAnnotation: name}},
-		Data:       map[string]string{"from": "owner"},
+		Data: map[string]string{"from": "owner"},
 	}
 	k.createInRuntime(t, owners)
 
