@@ -51,11 +51,13 @@ func (i Identity) legacyServiceAccount() (namespace, name string) {
 	return i.Namespace, "lm-module-" + i.Module
 }
 
-// IsIdentityServiceAccount tells whether a ServiceAccount name is one a
-// module identity had in the sync namespace before
-// ServiceAccountNamespace; until removed, no module's Pod may run as it.
-func IsIdentityServiceAccount(name string) bool {
-	return strings.HasPrefix(name, "lm-module-")
+// IsIdentityServiceAccount tells whether a ServiceAccount name is, or
+// looks like, one of a module identity of the sync namespace: the name
+// identities have in ServiceAccountNamespace, or the one they had in the
+// sync namespace before it. A module's Pod never runs as such a name,
+// wherever it is.
+func IsIdentityServiceAccount(name, syncNamespace string) bool {
+	return strings.HasPrefix(name, "lm-module-") || strings.HasSuffix(name, "."+syncNamespace)
 }
 
 // Username is the name the runtime's API server knows the identity by.

@@ -172,6 +172,61 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	return w, grantPending, reconciler.Outcome{}, true
 }
 
+// removalWriter is the client that removes the module's objects: as its
+// identity, for a module that declares RBAC, after the identity's grant for
+// what is left (the inventory and the default custom resource) is written
+// again. Someone may have deleted the identity's bindings in the runtime;
+// removing as an identity that holds nothing would be refused for ever.
+func (r *Reconciler) removalWriter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) (client.Client, error) {
+	id, declared := r.identity(manifest)
+	if !declared {
+		return cluster.Client, nil
+	}
+	plan, err := apply.PlanModule(ctx, cluster.Client, nil, r.owner(manifest), manifest.Status.Synced)
+	if err != nil {
+		return nil, err
+	}
+	own := plan.OwnNamespaces([]string{access.ServiceAccountNamespace})
+	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	if err != nil || (cr != nil && cr.GetNamespace() != "" && !slices.Contains(own, cr.GetNamespace())) {
+		cr = nil // its kind is gone, or it is not the module's to delete there
+	}
+	grant, err := access.Derive(*manifest.Spec.RBAC, own, nil, cr, manifest.Status.Synced, cluster.Mapper)
+	if err != nil {
+		return nil, fmt.Errorf("finding what the module's identity needs to remove its objects: %w", err)
+	}
+	// Namespaces of the inventory that are gone already need no grant.
+	if _, err := r.ensureIdentity(ctx, cluster, id, grant); err != nil {
+		return nil, err
+	}
+	return r.writer(cluster, manifest)
+}
+
+// removalRefused is the outcome of a removal that the runtime refused to
+// the module's identity, although its grant was written again before:
+// something in the runtime (an admission webhook or policy, RBAC changed
+// under the operator) keeps it from deleting the module's objects. It is
+// Stalled, for a person to look at, rather than retried as if it were
+// passing; the grant is forgotten, so that the next look writes it again.
+func (r *Reconciler) removalRefused(cluster *remote.Cluster, manifest *v1beta2.Manifest, err error) (reconciler.Outcome, bool) {
+	var status apierrors.APIStatus
+	if !apierrors.IsForbidden(err) || !errors.As(err, &status) || manifest.Spec.RBAC == nil {
+		return reconciler.Outcome{}, false
+	}
+	r.refused(cluster, manifest)
+	object := "an object of the module"
+	if d := status.Status().Details; d != nil && d.Kind != "" && d.Name != "" {
+		object = fmt.Sprintf("%s %q", d.Kind, d.Name)
+	}
+	o := reconciler.Stalled(ReasonDeleteFailed, fmt.Sprintf(
+		"The runtime refused to let the module's identity remove %s, although the identity's grant was written before the removal. "+
+			"Something in the runtime refuses the deletion (an admission webhook or policy, or RBAC changed under the operator): "+
+			"find it in the Manifest's events. The grant is written again and the removal tried again every %s",
+		object, r.Intervals.After(v1beta2.StateError)), err)
+	o.After = r.Intervals.After(v1beta2.StateError)
+	return o, true
+}
+
 // scopeWithContent tells whether a kind is namespaced from the CRDs among
 // objects when one of them defines it, else from the runtime.
 func scopeWithContent(objects []*unstructured.Unstructured, mapper meta.RESTMapper) func(schema.GroupVersionKind) (bool, error) {
@@ -330,6 +385,32 @@ func (r *Reconciler) untilTokenDue(manifest *v1beta2.Manifest, now time.Time) (t
 		return 0, false
 	}
 	return max(a.TokenExpires.Add(-r.Access.renewBefore()).Sub(now), 0), true
+}
+
+// keepToken writes the control-plane kubeconfig Secret of a module whose
+// operator runs in the control plane (ensureKubeconfig) after an install
+// whose outcome is o, whatever o is. A token is issued only for an identity
+// that exists: one this Manifest's status records. A failure to write it
+// fails a successful install; after a failed install, it is reported as an
+// event and the install's own failure stays what the status shows.
+func (r *Reconciler) keepToken(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
+	id, declared := r.identity(manifest)
+	if o.Err != nil && declared && (manifest.Status.Access == nil || manifest.Status.Access.Identity != id.String()) {
+		return o // no identity yet to issue a token for
+	}
+	err := r.ensureKubeconfig(ctx, cluster, manifest)
+	switch {
+	case err == nil:
+		if until, ok := r.untilTokenDue(manifest, time.Now()); ok && o.Err != nil && o.After > until {
+			o.After = max(until, time.Second) // a failing Manifest comes back in time to renew
+		}
+		return o
+	case o.Err != nil:
+		r.events.Warn(manifest, ReasonApplyFailed, fmt.Errorf("renewing the module's kubeconfig token: %w", err))
+		return o
+	default:
+		return reconciler.Retry(ReasonApplyFailed, failedMessage("Writing the module's kubeconfig Secret", err), err)
+	}
 }
 
 // ensureKubeconfig writes the control-plane Secret of a module whose

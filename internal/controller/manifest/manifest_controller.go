@@ -134,12 +134,16 @@ func (r *Reconciler) gate(_ context.Context, manifest *v1beta2.Manifest) (func()
 // install brings the module to the Manifest's spec: fetch and render,
 // apply, prune, default CR, readiness. Every failure ends in an Outcome;
 // none of them deletes what is installed.
-func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) reconciler.Outcome {
+func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o reconciler.Outcome) {
 	r.repaired.Delete(manifest.UID)
 	cluster, o := r.cluster(ctx, manifest)
 	if cluster == nil {
 		return o
 	}
+	// Whatever the install comes to, a module whose operator runs in the
+	// control plane keeps a valid token: a content or runtime failure must
+	// not also cut its operator off the runtime.
+	defer func() { o = r.keepToken(ctx, cluster, manifest, o) }()
 	if r.unchanged(ctx, cluster, manifest) {
 		return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}
@@ -172,9 +176,6 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) re
 	observed := &apply.Observed{}
 	if o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, plan); !ok {
 		return o
-	}
-	if err := r.ensureKubeconfig(ctx, cluster, manifest); err != nil {
-		return reconciler.Retry(ReasonApplyFailed, failedMessage("Writing the module's kubeconfig Secret", err), err)
 	}
 	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
 	return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
@@ -247,7 +248,7 @@ func (r *Reconciler) limits(manifest *v1beta2.Manifest) apply.Limits {
 		OwnNamespacesOnly:  declared,
 		ReservedNamespaces: []string{access.ServiceAccountNamespace},
 		ReservedServiceAccount: func(namespace, name string) bool {
-			return (namespace == syncNamespace && name == watchercontroller.AgentServiceAccount) || access.IsIdentityServiceAccount(name)
+			return (namespace == syncNamespace && name == watchercontroller.AgentServiceAccount) || access.IsIdentityServiceAccount(name, syncNamespace)
 		},
 	}
 }

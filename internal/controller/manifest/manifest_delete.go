@@ -29,7 +29,7 @@ import (
 //
 // Only custom resources that are not the module's block the removal, and
 // the status names them.
-func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) reconciler.Outcome {
+func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) (o reconciler.Outcome) {
 	r.verified.Forget(manifest.UID)
 	cluster, o := r.cluster(ctx, manifest)
 	if cluster == nil {
@@ -47,10 +47,15 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	// The module's objects are removed as the module's identity, which
 	// holds the writes of everything in the inventory; the identity goes
 	// last.
-	writer, err := r.writer(cluster, manifest)
+	writer, err := r.removalWriter(ctx, cluster, manifest)
 	if err != nil {
 		return r.deleteFailed(manifest, err)
 	}
+	defer func() {
+		if refused, ok := r.removalRefused(cluster, manifest, o.Err); ok {
+			o = refused
+		}
+	}()
 	applier := apply.NewApplier(writer, cluster.Mapper)
 	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, r.owner(manifest)); err != nil {
@@ -88,7 +93,8 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 // uninstalled removes the module's identity once nothing of the module is
 // left to write.
 func (r *Reconciler) uninstalled(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) reconciler.Outcome {
-	if manifest.Status.Access != nil && manifest.Status.Access.Identity != v1beta2.IdentityAdmin {
+	_, declared := r.identity(manifest)
+	if declared || (manifest.Status.Access != nil && manifest.Status.Access.Identity != v1beta2.IdentityAdmin) {
 		if err := r.removeIdentity(ctx, cluster, manifest); err != nil {
 			return r.deleteFailed(manifest, err)
 		}
