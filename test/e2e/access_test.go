@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -189,13 +190,18 @@ func TestControlPlaneModuleGetsARotatedKubeconfig(t *testing.T) {
 
 func moduleKubeconfig(t *testing.T, key client.ObjectKey) []byte {
 	t.Helper()
+	return moduleKubeconfigOf(t, key, "remote-ledger")
+}
+
+func moduleKubeconfigOf(t *testing.T, key client.ObjectKey, module string) []byte {
+	t.Helper()
 	g := NewWithT(t)
 	secret := &corev1.Secret{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(context.Background(), key, secret)).To(Succeed())
 		g.Expect(secret.Data).To(HaveKey("config"))
 	}, timeout, interval).Should(Succeed())
-	g.Expect(secret.Labels).To(HaveKeyWithValue(manifest.ModuleKubeconfigLabel, "remote-ledger"))
+	g.Expect(secret.Labels).To(HaveKeyWithValue(manifest.ModuleKubeconfigLabel, module))
 	g.Expect(secret.Labels).NotTo(HaveKey(v1beta2.KymaNameLabel), "not the runtime's own kubeconfig Secret")
 	return secret.Data["config"]
 }
@@ -217,4 +223,84 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 		return "", err
 	}
 	return review.Status.UserInfo.Username, nil
+}
+
+// A module whose operator runs in the control plane keeps getting renewed
+// tokens while its Manifest fails: a new version that cannot be installed
+// (its content names an object of the runtime owner) must not also cut the
+// module's operator off the runtime.
+func TestControlPlaneModuleTokenIsRenewedWhileItsManifestFails(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name = "failing-ledger"
+	readConfigMaps := v1beta2.ModuleRBAC{NamespacedRules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	publishDeclaring(t, name, "1.0.0", readConfigMaps, v1beta2.TargetControlPlane, configMapYAML("", name, "accounts", "3"))
+	publishDeclaring(t, name, "2.0.0", readConfigMaps, v1beta2.TargetControlPlane,
+		configMapYAML("", name, "accounts", "4"), configMapYAML("", name+"-owners", "taken", "yes"))
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0", "fast": "2.0.0"})
+	k := newKyma(t, module(name))
+	k.createInRuntime(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-owners", Namespace: v1beta2.DefaultRuntimeNamespace}})
+	k.eventuallyReady(t)
+
+	k.update(t, func(kyma *v1beta2.Kyma) { kyma.Spec.Modules[0].Channel = "fast" })
+	k.eventuallyModuleConflict(t, name, "ConfigMap kyma-system/"+name+"-owners")
+	secretKey := client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(k.name, name) + "-module-kubeconfig"}
+	failing := moduleKubeconfigOf(t, secretKey, name)
+	g.Eventually(func(g Gomega) {
+		renewed := moduleKubeconfigOf(t, secretKey, name)
+		g.Expect(renewed).NotTo(Equal(failing))
+		g.Expect(condition(k.manifest(g, name), "Ready").Reason).To(Equal(manifest.ReasonOwnershipConflict), "renewed while the Manifest still fails")
+		user, err := whoAmI(ctx, runtimeClientOf(t, renewed))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(user).To(Equal("system:serviceaccount:" + access.ServiceAccountNamespace + ":" + name + ".kyma-system"))
+	}, timeout, interval).Should(Succeed(), "the token is renewed while the install fails")
+}
+
+// Someone deletes a declared module's identity in the runtime (its
+// bindings and ServiceAccount). Removing the module writes what the
+// removal needs again and finishes: the module's objects and its identity
+// are gone, rather than the removal being refused for ever.
+func TestRemovalRebuildsADeletedIdentity(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name = "orphaned-notes"
+	publishDeclaring(t, name, "1.0.0", configMapsInSyncNamespace, v1beta2.TargetRuntime,
+		namespaceYAML(name+"-system"), configMapYAML(name+"-system", name+"-settings", "a", "1"), configMapYAML("", name, "a", "1"))
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
+	k := newKyma(t, module(name))
+	k.eventuallyReady(t)
+
+	rc := k.runtime.client
+	identity := client.MatchingLabels{"operator.kyma-project.io/module-identity": "true"}
+	ofModule := func(objectName string) bool { return strings.Contains(objectName, ":"+name+":") }
+	clusterBindings := &rbacv1.ClusterRoleBindingList{}
+	g.Expect(rc.List(ctx, clusterBindings, identity)).To(Succeed())
+	bindings := &rbacv1.RoleBindingList{}
+	g.Expect(rc.List(ctx, bindings, identity)).To(Succeed())
+	deleted := 0
+	for i := range clusterBindings.Items {
+		if ofModule(clusterBindings.Items[i].Name) {
+			g.Expect(rc.Delete(ctx, &clusterBindings.Items[i])).To(Succeed())
+			deleted++
+		}
+	}
+	for i := range bindings.Items {
+		if ofModule(bindings.Items[i].Name) {
+			g.Expect(rc.Delete(ctx, &bindings.Items[i])).To(Succeed())
+			deleted++
+		}
+	}
+	g.Expect(deleted).To(BeNumerically(">=", 3), "the declared, cluster and namespaced writes bindings")
+	g.Expect(rc.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}})).To(Succeed())
+
+	k.withModules(t)
+	k.eventuallyManifestGone(t, name)
+	g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, name))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: name + "-system", Name: name + "-settings"}, &corev1.ConfigMap{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}, &corev1.ServiceAccount{}))).
+		To(BeTrue(), "the identity written for the removal goes with it")
 }
