@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,9 +166,19 @@ type Limits struct {
 	ReservedServiceAccount func(namespace, name string) bool
 }
 
-// operatorGroup is the API group of the operator's own kinds: their CRDs
-// in a runtime are the operator's, never a module's.
-const operatorGroup = "operator.kyma-project.io"
+// OperatorCRDs are the CRDs of the operator's own kinds (config/crd): in
+// a runtime they are the operator's, never a module's, even where absent.
+// Only these: real modules define kinds in the same API group
+// (samples.operator.kyma-project.io, kedas.operator.kyma-project.io).
+var OperatorCRDs = []string{
+	"kymas.operator.kyma-project.io",
+	"manifests.operator.kyma-project.io",
+	"modulereleasemetas.operator.kyma-project.io",
+	"modulerollouts.operator.kyma-project.io",
+	"moduletemplates.operator.kyma-project.io",
+	"runtimebackups.operator.kyma-project.io",
+	"watchers.operator.kyma-project.io",
+}
 
 // Refuse adds to Refused the objects of the content that limits forbid,
 // with the reason in place of a holder.
@@ -190,8 +199,8 @@ func refusal(obj *unstructured.Unstructured, own []string, limits Limits) string
 	gvk := obj.GroupVersionKind()
 	namespace := obj.GetNamespace()
 	switch {
-	case gvk.GroupKind() == crdKind && strings.HasSuffix(obj.GetName(), "."+operatorGroup):
-		return "a CRD of lifecycle-manager's own API group " + operatorGroup
+	case gvk.GroupKind() == crdKind && slices.Contains(OperatorCRDs, obj.GetName()):
+		return "a CRD of lifecycle-manager's own API"
 	case gvk.Group == "" && gvk.Kind == "Namespace" && slices.Contains(limits.ReservedNamespaces, obj.GetName()):
 		return "the namespace of lifecycle-manager's identities"
 	case namespace != "" && slices.Contains(limits.ReservedNamespaces, namespace):

@@ -2,12 +2,16 @@ package apply_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
@@ -42,6 +46,7 @@ func TestPlanRefusesWhatTheModuleDoesNotOwn(t *testing.T) {
 		`{apiVersion: v1, kind: Namespace, metadata: {name: `+owners.Name+`}}`,
 		`{apiVersion: v1, kind: ConfigMap, metadata: {name: planted, namespace: `+owners.Name+`}}`,
 		`{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: kymas.operator.kyma-project.io}, spec: {group: operator.kyma-project.io, scope: Namespaced, names: {kind: Kyma, plural: kymas}, versions: []}}`,
+		`{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: "samples.%[2]s"}, spec: {group: "%[2]s", scope: Namespaced, names: {kind: Sample, plural: samples}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}}`,
 		`{apiVersion: v1, kind: ConfigMap, metadata: {name: planted, namespace: identities}}`,
 		`{apiVersion: v1, kind: Pod, metadata: {name: thief, namespace: "%[1]s"}, spec: {serviceAccountName: runtime-watcher, containers: [{name: c, image: i}]}}`,
 		`{apiVersion: batch/v1, kind: CronJob, metadata: {name: thief, namespace: "%[1]s"}, spec: {schedule: "* * * * *", jobTemplate: {spec: {template: {spec: {serviceAccount: runtime-watcher, containers: [{name: c, image: i}]}}}}}}`,
@@ -60,7 +65,7 @@ func TestPlanRefusesWhatTheModuleDoesNotOwn(t *testing.T) {
 		apply.Conflict{Object: "ConfigMap " + m.namespace + "/others", Holder: "module second's"},
 		apply.Conflict{Object: "Deployment kube-system/proxy", Holder: "in namespace kube-system, which the module did not create"},
 		apply.Conflict{Object: "ConfigMap " + owners.Name + "/planted", Holder: "in namespace " + owners.Name + ", which the module did not create"},
-		apply.Conflict{Object: "CustomResourceDefinition kymas.operator.kyma-project.io", Holder: "a CRD of lifecycle-manager's own API group operator.kyma-project.io"},
+		apply.Conflict{Object: "CustomResourceDefinition kymas.operator.kyma-project.io", Holder: "a CRD of lifecycle-manager's own API"},
 		apply.Conflict{Object: "ConfigMap identities/planted", Holder: "in the namespace of lifecycle-manager's identities"},
 		apply.Conflict{Object: "Pod " + m.namespace + "/thief", Holder: "its Pods would run as ServiceAccount runtime-watcher, an identity of lifecycle-manager's"},
 		apply.Conflict{Object: "CronJob " + m.namespace + "/thief", Holder: "its Pods would run as ServiceAccount runtime-watcher, an identity of lifecycle-manager's"},
@@ -71,7 +76,8 @@ func TestPlanRefusesWhatTheModuleDoesNotOwn(t *testing.T) {
 	for _, obj := range plan.Writable() {
 		writable = append(writable, obj.GetKind()+" "+obj.GetName())
 	}
-	g.Expect(writable).To(ConsistOf("Namespace "+m.namespace+"-own", "ConfigMap mine", "ConfigMap settings"))
+	g.Expect(writable).To(ConsistOf("Namespace "+m.namespace+"-own", "ConfigMap mine", "ConfigMap settings", "CustomResourceDefinition samples."+m.group),
+		"a module's own CRD is writable, whatever its group")
 
 	_, err = applier().ApplyPlan(ctx, plan)
 	conflict := &apply.ConflictError{}
@@ -79,4 +85,22 @@ func TestPlanRefusesWhatTheModuleDoesNotOwn(t *testing.T) {
 	got := &corev1.ConfigMap{}
 	g.Expect(runtimeClient.Get(ctx, client.ObjectKeyFromObject(other), got)).To(Succeed())
 	g.Expect(got.ResourceVersion).To(Equal(other.ResourceVersion), "nothing applied")
+}
+
+// OperatorCRDs names every CRD the operator ships, so that none of them can
+// be a module's.
+func TestOperatorCRDsAreAllOfTheOperatorsCRDs(t *testing.T) {
+	g := NewWithT(t)
+	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(files).NotTo(BeEmpty())
+	var names []string
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		g.Expect(err).NotTo(HaveOccurred())
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(yaml.Unmarshal(raw, crd)).To(Succeed())
+		names = append(names, crd.Name)
+	}
+	g.Expect(apply.OperatorCRDs).To(ConsistOf(names))
 }
