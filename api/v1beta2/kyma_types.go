@@ -172,7 +172,8 @@ type ModuleStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
-	// Message says why the module is not Ready.
+	// Message says why the module is not Ready; the operator writes at most
+	// MaxMessageLength characters.
 	// +optional
 	Message string `json:"message,omitempty"`
 

@@ -37,7 +37,8 @@ func setModuleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests m
 // moduleStatuses is one entry per resolved module, then one per Manifest
 // of a module no longer wanted: that module stays listed, Deleting, until
 // its Manifest is gone, so that an uninstall that is stuck shows (KLM does
-// the same).
+// the same). Messages are bounded (reconciler.BoundMessage): they quote
+// errors and the Manifests' messages, which quote the module's own status.
 func moduleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest) []v1beta2.ModuleStatus {
 	statuses := make([]v1beta2.ModuleStatus, 0, len(modules))
 	listed := make(map[string]bool, len(modules))
@@ -46,7 +47,11 @@ func moduleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[
 		listed[name] = true
 		statuses = append(statuses, moduleStatus(&modules[i], manifests[name]))
 	}
-	return append(statuses, removalStatuses(kyma, manifests, listed)...)
+	statuses = append(statuses, removalStatuses(kyma, manifests, listed)...)
+	for i := range statuses {
+		statuses[i].Message = reconciler.BoundMessage(statuses[i].Message)
+	}
+	return statuses
 }
 
 // removalStatuses lists the Manifests not in listed as modules being
