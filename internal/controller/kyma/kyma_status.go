@@ -196,14 +196,17 @@ func (r *Reconciler) setPaused(kyma *v1beta2.Kyma) {
 // recordOutcome writes o into the Kyma's status through the skeleton's
 // Record (kstatus conditions, the state derived from them,
 // observedGeneration), drops the Paused condition (a recorded outcome is
-// one of a Kyma that is worked on), and notes a change of state in
-// lastOperation.
+// one of a Kyma that is worked on), sets or drops FieldsIgnored
+// (kyma_ignored.go), and notes a change of state in lastOperation.
 func recordOutcome(kyma *v1beta2.Kyma, o reconciler.Outcome) {
 	before := kyma.Status.State
 	reconciler.Record(reconciler.Status{
 		Conditions: &kyma.Status.Conditions, State: &kyma.Status.State, ObservedGeneration: &kyma.Status.ObservedGeneration,
 	}, kyma.Generation, o)
 	meta.RemoveStatusCondition(&kyma.Status.Conditions, ConditionPaused)
+	if o.Records() {
+		setFieldsIgnored(kyma)
+	}
 	if kyma.Status.State != before {
 		kyma.Status.LastOperation = v1beta2.LastOperation{
 			Operation: "Kyma is " + string(kyma.Status.State), LastUpdateTime: metav1.NewTime(time.Now()),
