@@ -34,3 +34,12 @@ const (
 // ReasonWarning is the reason of a Ready=True condition whose object works
 // with a warning the message names; status.state is then Warning.
 const ReasonWarning = "Warning"
+
+// MaxMessageLength bounds, in characters, the messages the operator writes
+// into status: every condition message, and a Kyma's
+// status.modules[].message. Longer text, such as a module's own status
+// message read from the runtime or an error that quotes what others wrote,
+// is cut with a marker; without a bound one such text could make a status
+// too large to write. The bound is the writer's, not the CRD's: a status
+// written by the Kyma lifecycle-manager, which has none, must still apply.
+const MaxMessageLength = 1024

@@ -68,7 +68,10 @@ type Module struct {
 	// +kubebuilder:validation:MaxLength:=64
 	Name string `json:"name"`
 
-	// ControllerName is accepted for compatibility and ignored.
+	// ControllerName is accepted for compatibility with the Kyma
+	// lifecycle-manager API and ignored: one set of controllers reconciles
+	// every module. While it is set, the Kyma's FieldsIgnored condition
+	// names it.
 	// +optional
 	ControllerName string `json:"controller,omitempty"`
 
@@ -79,7 +82,10 @@ type Module struct {
 	// +kubebuilder:validation:MaxLength:=32
 	Channel string `json:"channel,omitempty"`
 
-	// RemoteModuleTemplateRef is accepted for compatibility and ignored.
+	// RemoteModuleTemplateRef is accepted for compatibility with the Kyma
+	// lifecycle-manager API, which deprecated it, and ignored: module
+	// templates are read from the control plane only. While it is set, the
+	// Kyma's FieldsIgnored condition names it.
 	// +optional
 	RemoteModuleTemplateRef string `json:"remoteModuleTemplateRef,omitempty"`
 
@@ -172,7 +178,8 @@ type ModuleStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 
-	// Message says why the module is not Ready.
+	// Message says why the module is not Ready; the operator writes at most
+	// MaxMessageLength characters.
 	// +optional
 	Message string `json:"message,omitempty"`
 

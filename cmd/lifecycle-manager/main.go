@@ -47,7 +47,7 @@ func main() {
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", opts.ReconcileTimeout, "Longest run of one Kyma, Manifest, catalog or watcher-agent reconcile; 0 means none.")
 	flag.DurationVar(&opts.KymaProgressInterval, "kyma-progress-interval", opts.KymaProgressInterval, "How often, at most, a Kyma's status is written only to report that more of its modules became ready; changes of state, errors and module list changes are written at once.")
 	flag.DurationVar(&opts.RuntimeIdleTimeout, "runtime-idle-timeout", opts.RuntimeIdleTimeout, "Close a runtime's connection when no reconcile used it this long (a Ready runtime is looked at once per Ready interval); what is known of the runtime stays. 0 keeps connections open.")
-	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime at once, across controllers; others requeue. 0 means no cap.")
+	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime API server at once (the server of the Kyma's kubeconfig), across controllers and Kymas; others requeue. 0 means no cap.")
 	flag.StringVar(&opts.ModuleAccess.Undeclared, "undeclared-module-access", opts.ModuleAccess.Undeclared,
 		"What a module whose ModuleTemplate declares no RBAC (spec.rbac) is written as: admin (the runtime's kubeconfig, as every module published for the Kyma API needs) or refuse (its Manifest shows Error). Modules that declare RBAC always get an identity of their own.")
 	flag.DurationVar(&opts.ModuleAccess.TokenTTL, "module-token-ttl", opts.ModuleAccess.TokenTTL, "Lifetime of the token in the kubeconfig Secret of a module whose operator runs in the control plane; at least 10m.")

@@ -464,6 +464,10 @@ func (b *bench) startOperator(ctx context.Context) error {
 	opts.CatalogSync = b.opts.CatalogSync
 	opts.Intervals.Ready = readyInterval(b.opts.ReadyInterval)
 	opts.Content.InsecureRegistries = []string{b.registry.Host()}
+	// The bench's Kymas stand for runtimes of their own but share a few API
+	// servers, and the worker cap counts by API server: it would model
+	// the whole fleet as that few runtimes.
+	opts.MaxWorkersPerRuntime = 0
 
 	opCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	mgr, err := operator.New(opCtx, opts)

@@ -329,6 +329,9 @@ func (r *reaction) startOperator(ctx context.Context, listenerAddr, agentURL str
 	opts.Namespace = namespace
 	opts.MetricsAddr, opts.HealthProbeAddr = "0", "0"
 	opts.Content.InsecureRegistries = []string{r.registry.Host()}
+	// The bench's Kymas share one API server; the worker cap counts by
+	// API server (see bench.startOperator).
+	opts.MaxWorkersPerRuntime = 0
 	opts.Watcher = operator.DefaultWatcherOptions()
 	opts.Watcher.ListenerAddress = listenerAddr
 	opts.Watcher.ListenerNames = []string{"localhost", "127.0.0.1"}

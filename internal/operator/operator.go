@@ -97,9 +97,10 @@ type Options struct {
 	// copy; longer than RuntimeRequestTimeout, and than the 30 s that
 	// server-side apply waits for new CRDs to be established.
 	ReconcileTimeout time.Duration
-	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
-	// once, across controllers, so that a hanging runtime cannot hold every
-	// worker; zero means no cap.
+	// MaxWorkersPerRuntime caps the reconciles working on one runtime API
+	// server at once, across controllers and the Kymas registered against
+	// it, so that a hanging runtime cannot hold every worker; zero means no
+	// cap.
 	MaxWorkersPerRuntime int
 	// RuntimeIdleTimeout closes a runtime's connection when no reconcile
 	// used it this long; what is known of the runtime stays (see

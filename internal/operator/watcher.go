@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -95,7 +96,9 @@ type WatcherOptions struct {
 	// the listener takes from one runtime id, ReportBurst how many at once;
 	// more are answered 429 with Retry-After. A runtime's client key is
 	// readable inside the runtime, so without it one runtime could flood the
-	// listener. A negative ReportRate disables the limit.
+	// listener. A negative ReportRate disables the limit. Zero takes the
+	// default, like every zero field (withDefaults): the flag refuses 0
+	// (reportRateFlag), so that no one reads it as "no limit" or "none".
 	ReportRate  float64
 	ReportBurst int
 
@@ -150,9 +153,48 @@ func (o *WatcherOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.FallbackInterval, "watcher-fallback-interval", o.FallbackInterval, "Requeue interval of Kymas whose runtime went silent.")
 	fs.DurationVar(&o.RecheckAfter, "listener-recheck-after", o.RecheckAfter, "Requeue a reported Kyma once more this long after the report (the first reconcile may read the runtime just before the change is stored); negative disables.")
 	fs.DurationVar(&o.Resync, "watcher-resync", o.Resync, "How often each runtime's agent resources are checked for drift.")
-	fs.Float64Var(&o.ReportRate, "listener-report-rate", o.ReportRate, "Requests (reports and heartbeats) per second the listener takes from one runtime; more are answered 429 with Retry-After. Negative disables the limit.")
-	fs.IntVar(&o.ReportBurst, "listener-report-burst", o.ReportBurst, "Requests the listener takes from one runtime at once, above --listener-report-rate.")
+	fs.Var((*reportRateFlag)(&o.ReportRate), "listener-report-rate", "Requests (reports and heartbeats) per second the listener takes from one runtime; more are answered 429 with Retry-After. Negative disables the limit; 0 is refused.")
+	fs.Var((*reportBurstFlag)(&o.ReportBurst), "listener-report-burst", "Requests the listener takes from one runtime at once, above --listener-report-rate; at least 1.")
 	fs.IntVar(&o.ReportedReadyFactor, "watcher-reported-ready-factor", o.ReportedReadyFactor, "Check a Ready module for drift every this many --requeue-ready intervals while the watcher reports every change to its objects; 1 checks at every interval.")
+}
+
+// reportRateFlag is --listener-report-rate. A positive rate limits each
+// runtime, a negative one turns the limit off. 0 is refused: as a token
+// bucket it would take a runtime's first burst of requests and none ever
+// after, and read as "no limit" it would contradict the help; either way a
+// typo would pass silently.
+type reportRateFlag float64
+
+func (f *reportRateFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
+
+func (f *reportRateFlag) Set(s string) error {
+	rate, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsNaN(rate) || math.IsInf(rate, 0):
+		return errors.New("not a number of requests per second")
+	case rate == 0:
+		return errors.New("0 is refused: give a positive rate, or a negative one to disable the limit")
+	}
+	*f = reportRateFlag(rate)
+	return nil
+}
+
+// reportBurstFlag is --listener-report-burst: at least 1, since a bucket
+// that holds no token refuses every request.
+type reportBurstFlag int
+
+func (f *reportBurstFlag) String() string { return strconv.Itoa(int(*f)) }
+
+func (f *reportBurstFlag) Set(s string) error {
+	burst, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("not a whole number of requests")
+	case burst < 1:
+		return errors.New("must be at least 1: a runtime whose bucket holds no token is never heard")
+	}
+	*f = reportBurstFlag(burst)
+	return nil
 }
 
 func (o WatcherOptions) enabled() bool {

@@ -10,11 +10,12 @@ import (
 // SetConditions records o in conditions as kstatus reads them: Ready always,
 // Reconciling and Stalled only while True. A condition whose status, reason
 // and message stay the same keeps its lastTransitionTime, so a steady object
-// is not rewritten.
+// is not rewritten. Messages are bounded (BoundMessage): some quote what a
+// module or a registry said.
 func SetConditions(conditions *[]metav1.Condition, generation int64, o Outcome) {
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
+			Type: typ, Status: status, Reason: reason, Message: BoundMessage(message), ObservedGeneration: generation,
 		})
 	}
 	switch o.Kind {

@@ -22,8 +22,8 @@
 // A kubeconfig is data, never code: only inline credentials are accepted
 // (see kubeconfig.Validate), and the client is built from those fields alone.
 // Every request to a runtime has a timeout, and Slots caps how many
-// reconciles work on one runtime at once, so that one slow runtime cannot
-// stall the others.
+// reconciles work on one runtime API server at once, so that one slow
+// runtime cannot stall the others.
 package remote
 
 import (
@@ -31,6 +31,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +63,8 @@ var ErrInvalidKubeconfig = errors.New("invalid runtime kubeconfig")
 type Runtimes interface {
 	// Get returns the Cluster of the named Kyma's runtime.
 	Get(ctx context.Context, kymaName string) (*Cluster, error)
-	// TryAcquire takes one of the runtime's slots; see Slots.TryAcquire.
+	// TryAcquire takes one of the slots of the runtime's API server; see
+	// Cache.TryAcquire.
 	TryAcquire(controller, kymaName string) (release func(), ok bool)
 	// EvictOnError drops what err shows to be stale; see Cache.EvictOnError.
 	EvictOnError(kymaName string, err error) bool
@@ -80,8 +84,9 @@ type Options struct {
 	// RequestTimeout bounds every request to a runtime, including
 	// discovery; zero means none.
 	RequestTimeout time.Duration
-	// MaxWorkersPerRuntime caps the reconciles working on one runtime at
-	// once, across controllers; zero means no cap.
+	// MaxWorkersPerRuntime caps the reconciles working on one runtime API
+	// server at once, across controllers and Kymas (Cache.TryAcquire); zero
+	// means no cap.
 	MaxWorkersPerRuntime int
 	// IdleTimeout closes a runtime's connection when no reconcile asked
 	// for it this long; the runtime's memos and found REST mappings stay.
@@ -135,10 +140,90 @@ func NewCache(reader, apiReader client.Reader, opts Options) *Cache {
 	}
 }
 
-// TryAcquire takes one of the named Kyma's runtime slots for controller; see
-// Slots.TryAcquire. Every controller that talks to runtimes shares them.
+// TryAcquire takes, for controller, one of the slots of the API server the
+// named Kyma's runtime is reached at; see Slots.TryAcquire. Every controller
+// that talks to runtimes shares them, and so does every Kyma whose
+// kubeconfig points at that server: a runtime registered under many Kymas
+// is still one runtime, and a hanging one holds MaxWorkersPerRuntime
+// workers, not that many per Kyma.
 func (c *Cache) TryAcquire(controller, kymaName string) (release func(), ok bool) {
-	return c.slots.TryAcquire(controller, kymaName)
+	if !c.slots.capped() {
+		return func() {}, true
+	}
+	return c.slots.TryAcquire(controller, c.slotKey(kymaName))
+}
+
+// slotLookupTimeout bounds the read of a Kyma's Secret to find its slots;
+// from an informer cache it takes no request and does not wait.
+const slotLookupTimeout = 10 * time.Second
+
+// slotKey names the runtime whose slots the named Kyma's reconciles take:
+// the server of its kubeconfig Secret as kubeconfig.Validate accepted it
+// (serverKey). The Secret is read from the reader only, the operator's
+// informer cache, which costs no request. Its kubeconfig is validated only
+// when no connection was built from this version of the Secret; what is
+// accepted is kept for the connection Get builds next, so it is not
+// validated twice. A Kyma whose Secret the cache does not have (or has more
+// than once), or whose kubeconfig is refused, takes slots under its own
+// name: Get then fails for the same reason and reaches no runtime.
+func (c *Cache) slotKey(kymaName string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), slotLookupTimeout)
+	defer cancel()
+	list, err := c.list(ctx, c.reader, c.byKyma(kymaName), client.UnsafeDisableDeepCopy)
+	if err != nil || len(list) != 1 {
+		return "kyma:" + kymaName
+	}
+	secret := &list[0]
+	c.mu.Lock()
+	h := c.runtimes[kymaName]
+	c.mu.Unlock()
+	var prior *known
+	if h != nil {
+		prior = h.known
+	}
+	if creds := prior.credentialsOf(secret.UID, secret.ResourceVersion); creds != nil {
+		return serverKey(creds.accepted.Server)
+	}
+	creds, err := accept(secret)
+	if err != nil {
+		return "kyma:" + kymaName
+	}
+	identity := Identity{SecretUID: secret.UID, Server: creds.accepted.Server}
+	switch {
+	case prior == nil:
+		k := newKnown(identity)
+		k.keepCredentials(creds)
+		c.mu.Lock()
+		if c.runtimes[kymaName] == nil {
+			c.runtimes[kymaName] = &held{known: k}
+		}
+		c.mu.Unlock()
+	case prior.identity == identity:
+		prior.keepCredentials(creds) // rotated credentials of the same runtime
+	default:
+		// Another runtime now: Get starts it afresh, memos and all.
+	}
+	return serverKey(creds.accepted.Server)
+}
+
+// serverKey is a runtime API server's URL as slots count it: scheme and
+// host in lower case, the port always written, the path without a trailing
+// slash (a path can tell clusters behind one proxy apart, so it stays). Two
+// spellings of one URL are one server; two host names or addresses of one
+// machine are two, as they are two runtimes everywhere else in this package.
+func serverKey(server string) string {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "server:" + server
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = "443"
+		if strings.EqualFold(u.Scheme, "http") {
+			port = "80"
+		}
+	}
+	return "server:" + strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(host, port) + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // Get returns the Cluster of the named Kyma's runtime. The same Cluster is
@@ -240,12 +325,8 @@ func (c *Cache) EvictOnError(kymaName string, err error) bool {
 // not make the operator treat a runtime as gone (and release its Manifests
 // without cleaning up) or skip it.
 func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, error) {
-	byKyma := client.ListOption(client.MatchingLabels{v1beta2.KymaNameLabel: kymaName})
-	if c.opts.Indexed {
-		byKyma = index.OfKyma(kymaName)
-	}
 	// Read on every reconcile and never changed: no copy of the Secret.
-	list, err := c.list(ctx, c.reader, byKyma, client.UnsafeDisableDeepCopy)
+	list, err := c.list(ctx, c.reader, c.byKyma(kymaName), client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +347,14 @@ func (c *Cache) secret(ctx context.Context, kymaName string) (*corev1.Secret, er
 	}
 }
 
+// byKyma selects the kubeconfig Secret of the named Kyma in c.reader.
+func (c *Cache) byKyma(kymaName string) client.ListOption {
+	if c.opts.Indexed {
+		return index.OfKyma(kymaName)
+	}
+	return client.MatchingLabels{v1beta2.KymaNameLabel: kymaName}
+}
+
 func (c *Cache) list(ctx context.Context, reader client.Reader, opts ...client.ListOption) ([]corev1.Secret, error) {
 	list := &corev1.SecretList{}
 	if err := reader.List(ctx, list, append(opts, client.InNamespace(c.opts.Namespace))...); err != nil {
@@ -277,23 +366,15 @@ func (c *Cache) list(ctx context.Context, reader client.Reader, opts ...client.L
 // build makes a connection from the Secret. It shares prior, what is known
 // of the runtime, when the Secret still names the same runtime.
 func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
-	raw, ok := secret.Data[KubeconfigKey]
-	if !ok || len(raw) == 0 {
-		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
-	}
 	// A connection built again after an idle close, from the Secret it was
 	// built from before, takes the kubeconfig as it was validated then:
 	// parsing and checking it again was 6% of an idle fleet's CPU.
 	creds := prior.credentialsOf(secret.UID, secret.ResourceVersion)
 	if creds == nil {
-		accepted, err := kubeconfig.Validate(raw)
-		if errors.Is(err, kubeconfig.ErrUnparsable) {
-			return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+		var err error
+		if creds, err = accept(secret); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
-		}
-		creds = newCredentials(secret.ResourceVersion, accepted)
 	}
 	accepted := creds.accepted
 	cfg := restConfig(accepted)
@@ -319,4 +400,21 @@ func (c *Cache) build(secret *corev1.Secret, prior *known) (*Cluster, error) {
 	}
 	cluster.secretVersion = secret.ResourceVersion
 	return cluster, nil
+}
+
+// accept validates the kubeconfig of secret (kubeconfig.Validate) and
+// returns it as the credentials of this version of the Secret.
+func accept(secret *corev1.Secret) (*credentials, error) {
+	raw, ok := secret.Data[KubeconfigKey]
+	if !ok || len(raw) == 0 {
+		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey)
+	}
+	accepted, err := kubeconfig.Validate(raw)
+	if errors.Is(err, kubeconfig.ErrUnparsable) {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: Secret %s/%s key %q is refused: %w", ErrInvalidKubeconfig, secret.Namespace, secret.Name, KubeconfigKey, err)
+	}
+	return newCredentials(secret.ResourceVersion, accepted), nil
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -19,11 +20,15 @@ const SlotRetryDelay = time.Second
 // or admission webhook hangs would hold every worker of a controller, and no
 // other runtime would make progress. A reconcile that finds no free slot does
 // not wait (that would hold its worker all the same): it requeues.
+//
+// Slots count by a key that names the runtime; Cache keys them by the API
+// server of the runtime's kubeconfig (see Cache.TryAcquire), so that Kymas
+// registered against one server share its cap.
 type Slots struct {
 	max int
 
 	mu   sync.Mutex
-	busy map[string]int // by Kyma name
+	busy map[string]int // by runtime key
 }
 
 // NewSlots returns slots for up to perRuntime reconciles per runtime at once;
@@ -32,33 +37,43 @@ func NewSlots(perRuntime int) *Slots {
 	return &Slots{max: perRuntime, busy: map[string]int{}}
 }
 
-// TryAcquire takes a slot of the named Kyma's runtime for controller. When
+// capped says whether the slots limit anything.
+func (s *Slots) capped() bool { return s != nil && s.max > 0 }
+
+// TryAcquire takes a slot of the runtime named by key for controller. When
 // it returns ok, release must be called once the reconcile is done with the
 // runtime. When every slot is taken it returns at once with ok false, and
 // counts the miss for controller.
-func (s *Slots) TryAcquire(controller, kymaName string) (release func(), ok bool) {
-	if s == nil || s.max <= 0 {
+func (s *Slots) TryAcquire(controller, key string) (release func(), ok bool) {
+	if !s.capped() {
 		return func() {}, true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.busy[kymaName] >= s.max {
+	if s.busy[key] >= s.max {
 		metrics.RuntimeSlotsFull.WithLabelValues(controller).Inc()
 		return nil, false
 	}
-	s.busy[kymaName]++
+	s.busy[key]++
 	var once sync.Once
-	return func() { once.Do(func() { s.release(kymaName) }) }, true
+	return func() { once.Do(func() { s.release(key) }) }, true
 }
 
-func (s *Slots) release(kymaName string) {
+func (s *Slots) release(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.busy[kymaName] <= 1 {
-		delete(s.busy, kymaName)
+	if s.busy[key] <= 1 {
+		delete(s.busy, key)
 		return
 	}
-	s.busy[kymaName]--
+	s.busy[key]--
+}
+
+// inUse is how many slots each runtime key holds (tests).
+func (s *Slots) inUse() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.busy)
 }
 
 // RetryAfter is when a reconcile that found no free slot should come back:

@@ -206,7 +206,11 @@ var intervals = requeue.Intervals{Ready: 2 * time.Second, Processing: 300 * time
 // OperatorOptions are the operator's defaults with what every test package
 // needs on top: the control plane and the namespace, no metrics or probe
 // listeners (test packages run in parallel processes), the test intervals
-// and a short backoff. A package's Setup sets its own options on top.
+// and a short backoff, and no cap of workers per runtime: the tests register
+// many Kymas, each standing for a runtime, against one to four API servers,
+// and the cap counts by API server, so it would queue tests behind each
+// other. test/isolation sets the cap it tests. A package's Setup sets its
+// own options on top.
 func (e *Env) OperatorOptions() operator.Options {
 	opts := operator.DefaultOptions()
 	opts.Config = e.KCP.Config()
@@ -216,6 +220,7 @@ func (e *Env) OperatorOptions() operator.Options {
 	opts.Intervals = intervals
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 2 * time.Second
+	opts.MaxWorkersPerRuntime = 0
 	return opts
 }
 

@@ -192,3 +192,29 @@ func readObjects(g Gomega, path string) []*unstructured.Unstructured {
 		}
 	}
 }
+
+// TestIgnoredKymaFieldsAreAcceptedAndKept: a module's controller and
+// remoteModuleTemplateRef, which the operator ignores (it says so in the
+// Kyma's FieldsIgnored condition), are accepted with strict field
+// validation and stored as written, not pruned, so that a resource written
+// for the Kyma lifecycle-manager reads back unchanged.
+func TestIgnoredKymaFieldsAreAcceptedAndKept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	strict := client.WithFieldValidation(k8sClient, metav1.FieldValidationStrict)
+	kyma := &v1beta2.Kyma{
+		ObjectMeta: metav1.ObjectMeta{Name: "ignored-fields", Namespace: ns},
+		Spec: v1beta2.KymaSpec{Modules: []v1beta2.Module{{
+			Name: "template-operator", ControllerName: "manifest-controller", RemoteModuleTemplateRef: "kyma-system/template-operator-regular",
+		}}},
+	}
+	g.Expect(strict.Create(ctx, kyma)).To(Succeed())
+	got := &v1beta2.Kyma{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kyma), got)).To(Succeed())
+	g.Expect(got.Spec.Modules).To(ConsistOf(And(
+		HaveField("ControllerName", "manifest-controller"),
+		HaveField("RemoteModuleTemplateRef", "kyma-system/template-operator-regular"),
+	)))
+}

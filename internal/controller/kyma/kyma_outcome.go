@@ -22,6 +22,12 @@ const (
 	// skip-reconciliation label or the pause selector). A paused Kyma is
 	// still deleted when it is being deleted.
 	ConditionPaused = "Paused"
+	// ConditionFieldsIgnored is True while a module of the Kyma, or of the
+	// runtime's Kyma, sets a field that is accepted for compatibility with
+	// the Kyma lifecycle-manager API and has no effect here
+	// (kyma_ignored.go); absent otherwise. kstatus does not read it: the
+	// Kyma's health does not depend on it.
+	ConditionFieldsIgnored = "FieldsIgnored"
 )
 
 // Reasons of the Kyma's Ready (and Stalled) condition. Stable: dashboards

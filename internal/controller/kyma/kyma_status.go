@@ -37,7 +37,8 @@ func setModuleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests m
 // moduleStatuses is one entry per resolved module, then one per Manifest
 // of a module no longer wanted: that module stays listed, Deleting, until
 // its Manifest is gone, so that an uninstall that is stuck shows (KLM does
-// the same).
+// the same). Messages are bounded (reconciler.BoundMessage): they quote
+// errors and the Manifests' messages, which quote the module's own status.
 func moduleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[string]*v1beta2.Manifest) []v1beta2.ModuleStatus {
 	statuses := make([]v1beta2.ModuleStatus, 0, len(modules))
 	listed := make(map[string]bool, len(modules))
@@ -46,7 +47,11 @@ func moduleStatuses(kyma *v1beta2.Kyma, modules []resolve.Module, manifests map[
 		listed[name] = true
 		statuses = append(statuses, moduleStatus(&modules[i], manifests[name]))
 	}
-	return append(statuses, removalStatuses(kyma, manifests, listed)...)
+	statuses = append(statuses, removalStatuses(kyma, manifests, listed)...)
+	for i := range statuses {
+		statuses[i].Message = reconciler.BoundMessage(statuses[i].Message)
+	}
+	return statuses
 }
 
 // removalStatuses lists the Manifests not in listed as modules being
@@ -191,14 +196,17 @@ func (r *Reconciler) setPaused(kyma *v1beta2.Kyma) {
 // recordOutcome writes o into the Kyma's status through the skeleton's
 // Record (kstatus conditions, the state derived from them,
 // observedGeneration), drops the Paused condition (a recorded outcome is
-// one of a Kyma that is worked on), and notes a change of state in
-// lastOperation.
+// one of a Kyma that is worked on), sets or drops FieldsIgnored
+// (kyma_ignored.go), and notes a change of state in lastOperation.
 func recordOutcome(kyma *v1beta2.Kyma, o reconciler.Outcome) {
 	before := kyma.Status.State
 	reconciler.Record(reconciler.Status{
 		Conditions: &kyma.Status.Conditions, State: &kyma.Status.State, ObservedGeneration: &kyma.Status.ObservedGeneration,
 	}, kyma.Generation, o)
 	meta.RemoveStatusCondition(&kyma.Status.Conditions, ConditionPaused)
+	if o.Records() {
+		setFieldsIgnored(kyma)
+	}
 	if kyma.Status.State != before {
 		kyma.Status.LastOperation = v1beta2.LastOperation{
 			Operation: "Kyma is " + string(kyma.Status.State), LastUpdateTime: metav1.NewTime(time.Now()),

@@ -2,8 +2,10 @@ package kyma
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +74,49 @@ func TestModuleStatus(t *testing.T) {
 			g.Expect(kyma.Status.Modules[0].Message).To(ContainSubstring(tt.wantMsg))
 			g.Expect(kyma.Status.Modules[0].OCMComponentName).To(Equal(tt.module.OCMComponentName))
 			g.Expect(kyma.Status.ActiveChannel).To(Equal(v1beta2.DefaultChannel))
+		})
+	}
+}
+
+// TestModuleMessagesAreBounded: a module's message quotes an error or the
+// Manifest's message, which quotes the module's own status; however long
+// they are, the entry holds at most v1beta2.MaxMessageLength characters,
+// ending with a marker, for a module still wanted and one being removed.
+func TestModuleMessagesAreBounded(t *testing.T) {
+	long := "resolving the module: " + strings.Repeat("ошибка ", 5000)
+	managed := v1beta2.Module{Name: "m", Managed: true}
+	removing := manifestIn(v1beta2.StateDeleting, 1, long)
+	removing.Name = ManifestName("k", "gone")
+	removing.Spec.ModuleName = "gone"
+	removing.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name      string
+		modules   []resolve.Module
+		manifests []*v1beta2.Manifest
+	}{
+		{name: "a long error", modules: []resolve.Module{{Name: "m", Spec: managed, Err: errors.New(long)}}},
+		{name: "a long Manifest message", modules: []resolve.Module{{Name: "m", Version: "1.0.0", Spec: managed}},
+			manifests: []*v1beta2.Manifest{manifestIn(v1beta2.StateError, 1, long)}},
+		{name: "a long message of a module being removed", manifests: []*v1beta2.Manifest{removing}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k", Generation: 1}}
+			manifests := map[string]*v1beta2.Manifest{}
+			for _, m := range tt.manifests {
+				if m.Name == "k-m" {
+					m.Name = ManifestName("k", "m")
+				}
+				manifests[m.Name] = m
+			}
+			setModuleStatuses(kyma, tt.modules, manifests, newReadyClock(), time.Now())
+			g.Expect(kyma.Status.Modules).To(HaveLen(1))
+			message := kyma.Status.Modules[0].Message
+			g.Expect(utf8.RuneCountInString(message)).To(Equal(v1beta2.MaxMessageLength))
+			g.Expect(utf8.ValidString(message)).To(BeTrue())
+			g.Expect(message).To(HavePrefix("resolving the module: ошибка"))
+			g.Expect(message).To(HaveSuffix(" … (truncated)"))
 		})
 	}
 }
