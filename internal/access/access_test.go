@@ -424,3 +424,40 @@ metadata: {name: kube-system}
 	g.Expect(grant.Writes()).To(Equal([]string{"configmaps", "customresourcedefinitions.apiextensions.k8s.io", "parcels.post.example.com"}))
 	g.Expect(grant.Hash()).NotTo(Equal(access.Grant{}.Hash()))
 }
+
+// A grant only narrows: writes granted in a namespace that a later grant
+// does not cover (the module left it, or an earlier operator granted it
+// from what the content named) are taken away, not left behind.
+func TestEnsureTakesAwayWritesTheGrantNoLongerCovers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := newModule(t, "narrowing", v1beta2.ModuleRBAC{})
+	elsewhere := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "elsewhere-"}}
+	g.Expect(admin.Create(ctx, elsewhere)).To(Succeed())
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), elsewhere) })
+	write := func(name string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{name}, Verbs: []string{"get", "create", "update", "patch", "delete"}}}
+	}
+	wide := access.Grant{Namespaced: map[string][]rbacv1.PolicyRule{m.id.Namespace: write("own"), elsewhere.Name: write("theirs")}}
+	_, err := access.Ensure(ctx, admin, m.id, wide)
+	g.Expect(err).NotTo(HaveOccurred())
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: elsewhere.Name}}
+	g.Expect(admin.Create(ctx, theirs)).To(Succeed())
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"data":{"by":"module"}}`))
+	g.Eventually(func() error { return m.as().Patch(ctx, theirs.DeepCopy(), patch) }, 10*time.Second, 50*time.Millisecond).
+		Should(Succeed(), "the wide grant holds: the test can see it go")
+
+	narrow := access.Grant{Namespaced: map[string][]rbacv1.PolicyRule{m.id.Namespace: write("own")}}
+	_, err = access.Ensure(ctx, admin, m.id, narrow)
+	g.Expect(err).NotTo(HaveOccurred())
+	roles := &rbacv1.RoleList{}
+	g.Expect(admin.List(ctx, roles, client.InNamespace(elsewhere.Name))).To(Succeed())
+	g.Expect(roles.Items).To(BeEmpty())
+	bindings := &rbacv1.RoleBindingList{}
+	g.Expect(admin.List(ctx, bindings, client.InNamespace(elsewhere.Name))).To(Succeed())
+	g.Expect(bindings.Items).To(BeEmpty())
+	g.Eventually(func() bool {
+		return apierrors.IsForbidden(m.as().Patch(ctx, theirs.DeepCopy(), patch))
+	}, 10*time.Second, 50*time.Millisecond).Should(BeTrue(), "the identity can no longer write there")
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
+}

@@ -57,10 +57,38 @@ func Ensure(ctx context.Context, admin client.Client, id Identity, grant Grant) 
 		}
 		written = append(written, namespace)
 	}
+	if err := removeStaleWrites(ctx, admin, id, grant); err != nil {
+		return nil, err
+	}
 	if err := removeLegacyServiceAccount(ctx, admin, id); err != nil {
 		return nil, err
 	}
 	return pending, WaitEffective(ctx, admin, id, grant, written)
+}
+
+// removeStaleWrites deletes the identity's writes Roles (and bindings) in
+// namespaces the grant no longer covers: a namespace the module left, or
+// one an earlier version of the operator granted from what the content
+// named rather than what the module owns. A grant only narrows so.
+func removeStaleWrites(ctx context.Context, admin client.Client, id Identity, grant Grant) error {
+	roles := &rbacv1.RoleList{}
+	if err := admin.List(ctx, roles, client.MatchingLabels{identityLabel: "true"}); err != nil {
+		return fmt.Errorf("listing the module identity's Roles: %w", err)
+	}
+	name := id.roleName(purposeWrites)
+	for i := range roles.Items {
+		role := &roles.Items[i]
+		if _, granted := grant.Namespaced[role.Namespace]; role.Name != name || granted {
+			continue
+		}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: role.Namespace}}
+		for _, obj := range []client.Object{binding, role} {
+			if err := admin.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the module identity's writes in namespace %s: %w", role.Namespace, err)
+			}
+		}
+	}
+	return nil
 }
 
 // removeLegacyServiceAccount deletes the identity's ServiceAccount of
