@@ -301,6 +301,7 @@ func TestRemovalRebuildsADeletedIdentity(t *testing.T) {
 	k.eventuallyManifestGone(t, name)
 	g.Expect(apierrors.IsNotFound(k.inRuntime(&corev1.ConfigMap{}, name))).To(BeTrue())
 	g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: name + "-system", Name: name + "-settings"}, &corev1.ConfigMap{}))).To(BeTrue())
-	g.Expect(apierrors.IsNotFound(rc.Get(ctx, client.ObjectKey{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}, &corev1.ServiceAccount{}))).
-		To(BeTrue(), "the identity written for the removal goes with it")
+	sa := &corev1.ServiceAccount{}
+	err := rc.Get(ctx, client.ObjectKey{Namespace: access.ServiceAccountNamespace, Name: name + ".kyma-system"}, sa)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the identity written for the removal goes with it: %v %+v", err, sa.ObjectMeta)
 }

@@ -172,11 +172,12 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	return w, grantPending, reconciler.Outcome{}, true
 }
 
-// removalWriter is the client that removes the module's objects: as its
-// identity, for a module that declares RBAC, after the identity's grant for
-// what is left (the inventory and the default custom resource) is written
-// again. Someone may have deleted the identity's bindings in the runtime;
-// removing as an identity that holds nothing would be refused for ever.
+// removalWriter is the client that removes the module's objects after the
+// runtime refused them to the module's identity: as the identity, once its
+// grant for what is left (the inventory and the default custom resource) is
+// written again. Someone may have deleted the identity's bindings in the
+// runtime; removing as an identity that holds nothing would be refused for
+// ever.
 func (r *Reconciler) removalWriter(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) (client.Client, error) {
 	id, declared := r.identity(manifest)
 	if !declared {
@@ -195,7 +196,10 @@ func (r *Reconciler) removalWriter(ctx context.Context, cluster *remote.Cluster,
 	if err != nil {
 		return nil, fmt.Errorf("finding what the module's identity needs to remove its objects: %w", err)
 	}
-	// Namespaces of the inventory that are gone already need no grant.
+	// What the runtime holds is not what was remembered: write it whatever
+	// the memory says. Namespaces of the inventory that are gone already
+	// need no grant.
+	forgetIdentity(cluster, id)
 	if _, err := r.ensureIdentity(ctx, cluster, id, grant); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,15 +48,31 @@ func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) 
 	// The module's objects are removed as the module's identity, which
 	// holds the writes of everything in the inventory; the identity goes
 	// last.
-	writer, err := r.removalWriter(ctx, cluster, manifest)
+	writer, err := r.writer(cluster, manifest)
 	if err != nil {
 		return r.deleteFailed(manifest, err)
 	}
-	defer func() {
-		if refused, ok := r.removalRefused(cluster, manifest, o.Err); ok {
-			o = refused
-		}
-	}()
+	o = r.removeModule(ctx, cluster, writer, manifest)
+	if !apierrors.IsForbidden(o.Err) || manifest.Spec.RBAC == nil {
+		return o
+	}
+	// Refused to the identity: someone may have deleted its bindings in
+	// the runtime. Write what the removal needs and try once more; a
+	// removal that finds everything gone already never gets here, so it
+	// never brings an identity back.
+	if writer, err = r.removalWriter(ctx, cluster, manifest); err != nil {
+		return r.deleteFailed(manifest, err)
+	}
+	o = r.removeModule(ctx, cluster, writer, manifest)
+	if refused, ok := r.removalRefused(cluster, manifest, o.Err); ok {
+		return refused
+	}
+	return o
+}
+
+// removeModule removes the module's objects, writing through writer, and
+// its identity once nothing is left.
+func (r *Reconciler) removeModule(ctx context.Context, cluster *remote.Cluster, writer client.Client, manifest *v1beta2.Manifest) reconciler.Outcome {
 	applier := apply.NewApplier(writer, cluster.Mapper)
 	if manifest.Annotations[v1beta2.UnmanageAnnotation] == "true" {
 		if err := applier.ReleaseModule(ctx, manifest.Status.Synced, r.owner(manifest)); err != nil {
