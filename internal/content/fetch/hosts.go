@@ -63,7 +63,10 @@ func (p hostPolicy) permits(host string) error {
 
 // hostMatches matches one allow-list entry: host:port matches exactly,
 // host matches it on any port, and *.example.com matches the subdomains of
-// example.com on any port.
+// example.com on any port. An IPv6 address is listed as a link writes it,
+// in brackets ([::1]:5000, [2001:db8::1]) or not (2001:db8::1); a link
+// writes it in canonical form (parseLink), so list it so. The admission
+// policy (config/admission) matches the same way.
 func hostMatches(pattern, hostPort, name string) bool {
 	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
 		return strings.HasSuffix(name, "."+suffix)
@@ -71,7 +74,7 @@ func hostMatches(pattern, hostPort, name string) bool {
 	if _, _, err := net.SplitHostPort(pattern); err == nil {
 		return pattern == hostPort
 	}
-	return strings.Trim(pattern, "[]") == name
+	return withoutBrackets(pattern) == name
 }
 
 // hostName returns a link host's name without its port (and without the
@@ -80,7 +83,16 @@ func hostName(host string) string {
 	if name, _, err := net.SplitHostPort(host); err == nil {
 		return name
 	}
-	return strings.Trim(host, "[]")
+	return withoutBrackets(host)
+}
+
+func withoutBrackets(host string) string {
+	if inner, ok := strings.CutPrefix(host, "["); ok {
+		if inner, ok := strings.CutSuffix(inner, "]"); ok {
+			return inner
+		}
+	}
+	return host
 }
 
 // nonPublic are the ranges a link may reach only through a listed host:
