@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -19,7 +18,7 @@ import (
 
 func main() {
 	opts := operator.DefaultOptions()
-	var insecureRegistries, maintenanceWindows, hibernationSchedules, backupSchedules string
+	var maintenanceWindows, hibernationSchedules, backupSchedules string
 	zapOpts := zap.Options{}
 
 	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
@@ -38,7 +37,6 @@ func main() {
 	flag.DurationVar(&opts.MaxBackoff, "backoff-max", opts.MaxBackoff, "Longest retry delay after repeated errors.")
 	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "Kymas reconciled at once.")
 	flag.IntVar(&opts.ManifestConcurrency, "manifest-concurrency", opts.ManifestConcurrency, "Manifests reconciled at once.")
-	flag.StringVar(&insecureRegistries, "insecure-registries", "", "Comma-separated registry hosts reached over plain HTTP.")
 	flag.StringVar(&opts.Content.CacheDir, "content-cache-dir", opts.Content.CacheDir, "Directory that keeps fetched module content across restarts.")
 	flag.StringVar(&opts.KymaSelector, "kyma-selector", opts.KymaSelector, "Label selector of the Kymas this operator manages; others are left alone. Empty selects all.")
 	flag.StringVar(&opts.PauseSelector, "pause-selector", opts.PauseSelector, "Label selector of Kymas to pause, like the skip-reconciliation label. Empty pauses none.")
@@ -95,9 +93,6 @@ func main() {
 			os.Exit(1)
 		}
 		opts.Backup.Schedules = schedules
-	}
-	if insecureRegistries != "" {
-		opts.Content.InsecureRegistries = strings.Split(insecureRegistries, ",")
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -2,6 +2,7 @@ package content
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
@@ -62,6 +63,19 @@ func DefaultOptions() Options {
 
 // BindFlags binds the content limits and the host allow-list to flags.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.Func("insecure-registries", "Comma-separated registry hosts reached over plain HTTP: host:port, or a host alone for all its ports (written as links write them, IPv6 in brackets). They count as allowed content hosts, on any address.", func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		for i, entry := range strings.Split(v, ",") {
+			host, err := fetch.ParseRegistryHost(entry)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", i+1, err)
+			}
+			o.InsecureRegistries = append(o.InsecureRegistries, host)
+		}
+		return nil
+	})
 	fs.Func("content-allowed-hosts", "Comma-separated hosts and registries module content may come from (host, host:port or *.domain); empty allows any host with public addresses. Loopback, link-local and private addresses are reached only for hosts listed here or in --insecure-registries.", func(v string) error {
 		for h := range strings.SplitSeq(v, ",") {
 			if h = strings.TrimSpace(h); h != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +62,48 @@ func TestRequireSignaturesFlag(t *testing.T) {
 				t.Fatalf("the error quotes the key: %v", err)
 			}
 		})
+	}
+}
+
+// TestInsecureRegistriesFlag: --insecure-registries entries are trimmed
+// (a comma and a space is how lists are written) and lower-cased; an empty
+// or malformed entry stops the operator with the flag's name and the entry,
+// rather than leaving a registry that never matches a link.
+func TestInsecureRegistriesFlag(t *testing.T) {
+	parse := func(args ...string) (content.Options, error) {
+		opts := content.DefaultOptions()
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		opts.BindFlags(fs)
+		return opts, fs.Parse(args)
+	}
+
+	opts, err := parse("--insecure-registries", "registry.local:5000, localhost:5000 ,[::1]:5000", "--insecure-registries=KIND-Registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"registry.local:5000", "localhost:5000", "[::1]:5000", "kind-registry"}
+	if !slices.Equal(opts.InsecureRegistries, want) {
+		t.Fatalf("got %q, want %q", opts.InsecureRegistries, want)
+	}
+	if opts, err := parse("--insecure-registries", " "); err != nil || len(opts.InsecureRegistries) != 0 {
+		t.Fatalf("a blank value: got %q, %v; want no registries", opts.InsecureRegistries, err)
+	}
+
+	for value, want := range map[string]string{
+		"registry.local:5000,,localhost:5000": "entry 2: empty registry host",
+		"registry.local:5000, ":               "entry 2: empty registry host",
+		"http://registry.local:5000":          `entry 1: registry host "http://registry.local:5000": want host or host:port`,
+		"registry.local:5000/modules":         `registry host "registry.local:5000/modules": want host or host:port`,
+		"user@registry.local":                 "want host or host:port, without scheme, path or user info",
+		"registry.local:0":                    "the port must be 1 to 65535",
+		"registry.local:":                     "empty port",
+		"registry local":                      "want host or host:port",
+		"::1":                                 "neither a DNS name",
+	} {
+		_, err := parse("--insecure-registries", value)
+		if err == nil || !strings.Contains(err.Error(), "insecure-registries") || !strings.Contains(err.Error(), want) {
+			t.Errorf("--insecure-registries %q: got %v, want an error naming the flag with %q", value, err, want)
+		}
 	}
 }

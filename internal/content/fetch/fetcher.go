@@ -140,6 +140,20 @@ func (f *Fetcher) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta2
 	return res, nil
 }
 
+// LinkHost returns the host (host or host:port, lower-cased) the Fetcher
+// reads a link from, or why it refuses the link: the link does not read
+// one way only, or its host is not allowed. It makes no request, so the
+// addresses the host resolves to are not checked. The admission policy of
+// config/admission must judge every link alike, and the differential test
+// of test/content holds it to this.
+func (f *Fetcher) LinkHost(rawLink string) (string, error) {
+	l, err := f.parseAllowed(rawLink)
+	if err != nil {
+		return "", err
+	}
+	return l.host, nil
+}
+
 // parseAllowed parses a link and refuses it when its host is not allowed,
 // before any request is made.
 func (f *Fetcher) parseAllowed(rawLink string) (link, error) {

@@ -63,7 +63,10 @@ func (p hostPolicy) permits(host string) error {
 
 // hostMatches matches one allow-list entry: host:port matches exactly,
 // host matches it on any port, and *.example.com matches the subdomains of
-// example.com on any port.
+// example.com on any port. An IPv6 address is listed as a link writes it,
+// in brackets ([::1]:5000, [2001:db8::1]) or not (2001:db8::1); a link
+// writes it in canonical form (parseLink), so list it so. The admission
+// policy (config/admission) matches the same way.
 func hostMatches(pattern, hostPort, name string) bool {
 	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
 		return strings.HasSuffix(name, "."+suffix)
@@ -71,7 +74,7 @@ func hostMatches(pattern, hostPort, name string) bool {
 	if _, _, err := net.SplitHostPort(pattern); err == nil {
 		return pattern == hostPort
 	}
-	return strings.Trim(pattern, "[]") == name
+	return withoutBrackets(pattern) == name
 }
 
 // hostName returns a link host's name without its port (and without the
@@ -80,7 +83,16 @@ func hostName(host string) string {
 	if name, _, err := net.SplitHostPort(host); err == nil {
 		return name
 	}
-	return strings.Trim(host, "[]")
+	return withoutBrackets(host)
+}
+
+func withoutBrackets(host string) string {
+	if inner, ok := strings.CutPrefix(host, "["); ok {
+		if inner, ok := strings.CutSuffix(inner, "]"); ok {
+			return inner
+		}
+	}
+	return host
 }
 
 // nonPublic are the ranges a link may reach only through a listed host:
@@ -103,6 +115,24 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("fe80::/10"), "a link-local"},
 	{netip.MustParsePrefix("fc00::/7"), "a private"},
 	{netip.MustParsePrefix("ff00::/8"), "a multicast"},
+	// IPv6 addresses that carry an IPv4 address, which a translator or
+	// relay reaches for them: NAT64 (RFC 6052, and the local-use prefix
+	// of RFC 8215), 6to4 (RFC 3056), Teredo (RFC 4380) and the deprecated
+	// IPv4-compatible addresses (::a.b.c.d). They are refused whole rather
+	// than judged by the IPv4 address inside: that is simpler and
+	// stricter, as where the IPv4 address sits in a local-use NAT64
+	// address depends on the prefix length the network chose (RFC 6052
+	// allows six), Teredo obfuscates it, and a translator is part of the
+	// network the operator runs in. (IPv4-mapped addresses, ::ffff:a.b.c.d,
+	// are IPv4 addresses to the socket API and are judged as such: see
+	// Unmap in checkAddress.) In an IPv6-only cluster that reaches IPv4 content
+	// through DNS64, list the content hosts in --content-allowed-hosts:
+	// listed hosts are not checked here.
+	{netip.MustParsePrefix("64:ff9b::/96"), "a NAT64 (IPv4-embedding)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 (IPv4-embedding)"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 (IPv4-embedding)"},
+	{netip.MustParsePrefix("2001::/32"), "a Teredo (IPv4-embedding)"},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible (deprecated, IPv4-embedding)"},
 }
 
 // checkAddress refuses a non-public address. It runs on the address being

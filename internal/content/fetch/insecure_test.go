@@ -23,3 +23,24 @@ func TestIsInsecure(t *testing.T) {
 		}
 	}
 }
+
+// Registries given to WithInsecureRegistries match links as they write
+// hosts: spaces around an entry and its case do not count, and an IPv6
+// address alone covers its ports.
+func TestWithInsecureRegistries(t *testing.T) {
+	c := newConfig([]Option{WithInsecureRegistries(" localhost:5000", "Registry.Local ", "[::1]", "")})
+	for host, want := range map[string]bool{
+		"localhost:5000":      true,
+		"localhost:5001":      false,
+		"registry.local:1234": true,
+		"[::1]:40725":         true,
+		"[::2]:40725":         false,
+	} {
+		if got := isInsecure(c.insecureHosts, host); got != want {
+			t.Errorf("isInsecure(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if len(c.insecureHosts) != 3 {
+		t.Errorf("insecure hosts %v, want three", c.insecureHosts)
+	}
+}

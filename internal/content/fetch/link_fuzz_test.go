@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch/linkcorpus"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
 
 // FuzzParseLink feeds parseLink (and the host policy, which reads what it
-// returns) with links of the sample modules' shapes and odd ones. It must
-// never panic; what it accepts must be well-formed; a password in a link
-// must never come out of String or an error.
+// returns) with links of the sample modules' shapes, odd ones and the
+// links parsers read differently (linkcorpus). It must never panic; what
+// it accepts must be well-formed and name the host net/url reads; a
+// password in a link must never come out of String or an error.
 func FuzzParseLink(f *testing.F) {
 	hex := strings.Repeat("ab", 32)
 	versions, err := samplemodules.All()
@@ -32,6 +34,9 @@ func FuzzParseLink(f *testing.F) {
 	} {
 		f.Add(odd)
 	}
+	for _, c := range linkcorpus.Cases() {
+		f.Add(c.Link)
+	}
 	policy := hostPolicy{allowed: []string{"registry.example.com", "*.example.com", "127.0.0.1:5000"}, insecure: map[string]bool{}}
 	f.Fuzz(func(t *testing.T, raw string) {
 		l, err := parseLink(raw)
@@ -50,6 +55,16 @@ func FuzzParseLink(f *testing.F) {
 		}
 		if !l.oci && l.url == "" {
 			t.Fatalf("http link %q parsed without URL", raw)
+		}
+		// What is accepted reads one way: its host is the one net/url
+		// (and so the admission policy's url()) reads, as written.
+		if strings.ContainsAny(l.host, "@%\\ ") || l.host != strings.ToLower(l.host) {
+			t.Fatalf("link %q parsed with host %q", raw, l.host)
+		}
+		if !l.oci {
+			if u, err := url.Parse(raw); err != nil || strings.ToLower(u.Host) != l.host {
+				t.Fatalf("link %q parsed with host %q, net/url reads %v (%v)", raw, l.host, u, err)
+			}
 		}
 		if l.digest != "" {
 			if err := validateDigest(l.digest); err != nil {

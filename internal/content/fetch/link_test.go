@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch/linkcorpus"
 )
 
 func TestParseLink(t *testing.T) {
@@ -57,4 +59,56 @@ func TestLinkStringRedactsPassword(t *testing.T) {
 	l, err := parseLink("https://user:s3cret@example.com/m.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(l.String()).To(Equal("https://user:xxxxx@example.com/m.yaml"))
+}
+
+// Every link of the corpus is read from the host it names there, or
+// refused when it names none; the admission policy must read the same
+// (test/content, TestAdmissionReadsLinksAsTheOperator).
+func TestParseLinkReadsTheCorpus(t *testing.T) {
+	for _, c := range linkcorpus.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			l, err := parseLink(c.Link)
+			if c.Host == "" {
+				if err == nil {
+					t.Fatalf("parseLink(%q) reads host %q, want it refused", c.Link, l.host)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseLink(%q): %v, want host %q", c.Link, err, c.Host)
+			}
+			if l.host != c.Host {
+				t.Fatalf("parseLink(%q) reads host %q, want %q", c.Link, l.host, c.Host)
+			}
+		})
+	}
+}
+
+// A refused link's error says why, and never quotes a password.
+func TestParseLinkErrorsSayWhy(t *testing.T) {
+	tests := []struct {
+		link string
+		want string
+	}{
+		{link: "https://u:s3cret@allowed.example.com/a b", want: "no spaces, control characters, backslashes or non-ASCII"},
+		{link: `https://allowed.example.com\@evil.example.net/`, want: "backslashes"},
+		{link: "https://u:s3cret@%C3%A9vil.example.net/m.yaml", want: "written with escapes"},
+		{link: "https://u:s3cret@allowed.example.com./m.yaml", want: "neither a DNS name"},
+		{link: "http://u:s3cret@[2001:db8:0::1]/m.yaml", want: "canonical form"},
+		{link: "http://u:s3cret@[fe80::1%25eth0]/m.yaml", want: "written with escapes"},
+		{link: "http://u:s3cret@[::ffff:127.0.0.1]/m.yaml", want: "not IPv4-mapped"},
+		{link: "https://u:s3cret@allowed.example.com:0/m.yaml", want: "port must be 1 to 65535"},
+		{link: "https://u:s3cret@allowed.example.com:/m.yaml", want: "empty port"},
+		{link: "https://u:s3cret@evil.example.net#@allowed.example.com/", want: "invalid"},
+		{link: "oci://robot:s3cret@allowed.example.com/modules/a:1", want: "carries no user info"},
+		{link: "oci://registry/modules/a:1", want: "which is read as index.docker.io"},
+		{link: "oci://docker.io/library/a:1", want: "which is read as index.docker.io"},
+		{link: "oci://127.1:5000/modules/a:1", want: "neither a DNS name"},
+	}
+	for _, tt := range tests {
+		g := NewWithT(t)
+		_, err := parseLink(tt.link)
+		g.Expect(err).To(MatchError(ContainSubstring(tt.want)), "%s", tt.link)
+		g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"), "%s", tt.link)
+	}
 }

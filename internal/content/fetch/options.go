@@ -1,7 +1,10 @@
 package fetch
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -69,18 +72,41 @@ func newConfig(opts []Option) config {
 }
 
 // WithInsecureRegistries reaches the given registry hosts (host:port as in
-// the links, or a host alone for all its ports) over plain HTTP, as local and test registries on loopback are
-// served. Every other registry is reached over HTTPS, whatever its address.
-// The hosts count as allowed content hosts (WithAllowedHosts), on any
-// address.
+// the links, or a host alone for all its ports) over plain HTTP, as local
+// and test registries on loopback are served. Every other registry is
+// reached over HTTPS, whatever its address. The hosts count as allowed
+// content hosts (WithAllowedHosts), on any address. Flags are read with
+// ParseRegistryHost, which refuses what this skips.
 func WithInsecureRegistries(hosts ...string) Option {
 	return func(c *config) {
 		for _, h := range hosts {
 			if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
-				c.insecureHosts[h] = true
+				// An IPv6 address alone is looked up without brackets,
+				// as hostName gives it.
+				c.insecureHosts[withoutBrackets(h)] = true
 			}
 		}
 	}
+}
+
+// ParseRegistryHost reads a registry host as an SRE lists it
+// (--insecure-registries): host:port or a host alone, written as links
+// write it (parseLink), so that it can match one; surrounding spaces are
+// dropped and the host is lower-cased.
+func ParseRegistryHost(entry string) (string, error) {
+	entry = strings.TrimSpace(entry)
+	if entry == "" {
+		return "", errors.New("empty registry host")
+	}
+	u, err := url.Parse("//" + entry)
+	if err != nil || u.Host != entry {
+		return "", fmt.Errorf("registry host %q: want host or host:port, without scheme, path or user info", entry)
+	}
+	host, err := checkHost(u)
+	if err != nil {
+		return "", fmt.Errorf("registry %w", err)
+	}
+	return host, nil
 }
 
 // WithKeychain authenticates to registries with the given credentials,
