@@ -1,0 +1,41 @@
+package manifest
+
+import (
+	"errors"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+)
+
+// keepRenderRefusal keeps in status.renderRefusal a Helm render of the
+// Manifest's content that was stopped at a limit, and clears it once the
+// content renders. The renderer refuses a chart whose refusal status keeps
+// at once, without rendering it again: also after a restart, which
+// forgets the refusals the renderer remembers in memory. Other errors
+// (fetching, a template that fails) leave it as it is: they say nothing of
+// the refused chart.
+func keepRenderRefusal(manifest *v1beta2.Manifest, err error) {
+	var refused *render.RefusedError
+	switch {
+	case err == nil:
+		manifest.Status.RenderRefusal = nil
+	case errors.As(err, &refused):
+		refusal := refused.Refusal
+		manifest.Status.RenderRefusal = &refusal
+	}
+}
+
+// renderRefusedCause is the condition's sentence for a refused render: the
+// limit and its flag, never the chart's digest or the limit's value, which
+// events and status.renderRefusal give.
+func renderRefusedCause(reason v1beta2.RenderRefusalReason) string {
+	const again = "; the chart is not rendered again until it, its values or that limit change (status.renderRefusal)"
+	switch reason {
+	case v1beta2.RenderRefusalDeadline:
+		return "rendering the Helm chart was stopped at the render deadline (--helm-render-deadline): a template that loops?" + again
+	case v1beta2.RenderRefusalMemory:
+		return "rendering the Helm chart was stopped at the render memory limit (--helm-max-render-memory-bytes)" + again
+	default:
+		return "the rendered chart is larger than the limit (--helm-max-output-bytes)" + again
+	}
+}
