@@ -95,7 +95,7 @@ wait:
 			stop(fmt.Errorf("the Helm render process did not start within %s; the node may be overloaded", renderProcessStartLimit))
 		case <-deadline.C:
 			stop(&RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalDeadline},
-				detail: fmt.Sprintf("it did not finish within %s (--helm-render-deadline); a template that loops?", r.limits.Deadline)})
+				detail: "it " + overLimit(v1beta2.RenderRefusalDeadline, r.limit(v1beta2.RenderRefusalDeadline))})
 		case <-ctx.Done():
 			stop(fmt.Errorf("rendering the Helm chart: %w", ctx.Err()))
 		case res = <-read:

@@ -27,15 +27,21 @@ func keepRenderRefusal(manifest *v1beta2.Manifest, err error) {
 
 // renderRefusedCause is the condition's sentence for a refused render: the
 // limit and its flag, never the chart's digest or the limit's value, which
-// events and status.renderRefusal give.
-func renderRefusedCause(reason v1beta2.RenderRefusalReason) string {
-	const again = "; the chart is not rendered again until it, its values or that limit change (status.renderRefusal)"
-	switch reason {
+// events and status.renderRefusal give. The render that was stopped and
+// the refusals after it say different things, once: that retries no
+// longer render is news.
+func renderRefusedCause(refused *render.RefusedError) string {
+	var limit string
+	switch refused.Refusal.Reason {
 	case v1beta2.RenderRefusalDeadline:
-		return "rendering the Helm chart was stopped at the render deadline (--helm-render-deadline): a template that loops?" + again
+		limit = "the render deadline (--helm-render-deadline)"
 	case v1beta2.RenderRefusalMemory:
-		return "rendering the Helm chart was stopped at the render memory limit (--helm-max-render-memory-bytes)" + again
+		limit = "the render memory limit (--helm-max-render-memory-bytes)"
 	default:
-		return "the rendered chart is larger than the limit (--helm-max-output-bytes)" + again
+		limit = "the rendered output limit (--helm-max-output-bytes)"
 	}
+	if refused.Before {
+		return "the Helm chart is refused without rendering: a render of the same chart and values was stopped at " + limit + " before; it is rendered again when the chart, its values or that limit change (status.renderRefusal)"
+	}
+	return "rendering the Helm chart was stopped at " + limit + "; it is not rendered again until the chart, its values or that limit change (status.renderRefusal)"
 }

@@ -191,9 +191,7 @@ func contentCause(err error) string {
 	case errors.Is(err, ociartifact.ErrTooLarge):
 		return "the content is larger than the size limit (--content-max-bytes)"
 	case errors.As(err, &refused):
-		// One sentence for the render that was stopped and for the
-		// refusals after it: the condition must not flap.
-		return renderRefusedCause(refused.Refusal.Reason)
+		return renderRefusedCause(refused)
 	case errors.Is(err, render.ErrNoRenderProcess):
 		return "the operator's binary cannot start Helm render processes (render.ServeIfRenderProcess is not called)"
 	case errors.As(err, &part) && part.Stage == content.StageRender:

@@ -98,14 +98,18 @@ func TestConditionMessagesCarryNoErrorText(t *testing.T) {
 		{"content: too large", contentFailed, func(i int) error { return fmt.Errorf("%w: %d bytes", ociartifact.ErrTooLarge, i) }, "larger than the size limit"},
 		{"content: chart loops, then is refused", contentFailed, func(i int) error {
 			return fmt.Errorf("chart x: %w", &render.RefusedError{Refusal: v1beta2.RenderRefusal{
-				Digest: fmt.Sprintf("sha256:%064d", i), Reason: v1beta2.RenderRefusalDeadline, Limit: fmt.Sprintf("%ds", i)}, Before: i > 1})
-		}, "stopped at the render deadline (--helm-render-deadline)"},
+				Digest: fmt.Sprintf("sha256:%064d", i), Reason: v1beta2.RenderRefusalDeadline, Limit: fmt.Sprintf("%ds", i)}})
+		}, "rendering the Helm chart was stopped at the render deadline (--helm-render-deadline)"},
+		{"content: chart refused as it looped before", contentFailed, func(i int) error {
+			return fmt.Errorf("chart x: %w", &render.RefusedError{Refusal: v1beta2.RenderRefusal{
+				Digest: fmt.Sprintf("sha256:%064d", i), Reason: v1beta2.RenderRefusalDeadline, Limit: fmt.Sprintf("%ds", i)}, Before: true})
+		}, "refused without rendering: a render of the same chart and values was stopped at the render deadline (--helm-render-deadline) before"},
 		{"content: chart needs too much memory", contentFailed, func(i int) error {
-			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalMemory, Limit: fmt.Sprintf("%dMi", i)}, Before: i > 1}
+			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalMemory, Limit: fmt.Sprintf("%dMi", i)}}
 		}, "stopped at the render memory limit (--helm-max-render-memory-bytes)"},
 		{"content: chart renders too much", contentFailed, func(i int) error {
-			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalOutput, Limit: fmt.Sprintf("%dMi", i)}, Before: i > 1}
-		}, "larger than the limit (--helm-max-output-bytes)"},
+			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalOutput, Limit: fmt.Sprintf("%dMi", i)}}
+		}, "stopped at the rendered output limit (--helm-max-output-bytes)"},
 		{"content: render", contentFailed, func(i int) error { return fmt.Errorf("chart %q: line %d: boom", "x", i) }, "cannot be fetched or rendered: failed"},
 		{"apply", func(err error) reconciler.Outcome {
 			return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err)
