@@ -94,7 +94,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.InFlightBytes, "content-inflight-bytes", o.InFlightBytes, "Bytes all content downloads in flight may hold together; more wait their turn.")
 	fs.DurationVar(&o.RenderDeadline, "helm-render-deadline", o.RenderDeadline, "Longest a Helm chart may take to render; its render process is then killed and its Manifest goes to Error.")
 	fs.Int64Var(&o.RenderMaxOutputBytes, "helm-max-output-bytes", o.RenderMaxOutputBytes, "Largest rendered output of a Helm chart, in bytes: its templates' text, and the objects its render process sends back.")
-	fs.Int64Var(&o.RenderMaxMemoryBytes, "helm-max-render-memory-bytes", o.RenderMaxMemoryBytes, "Memory one Helm render process may use, in bytes, at least 134217728 (128 MiB); a render that needs more is killed and its Manifest goes to Error.")
+	fs.Int64Var(&o.RenderMaxMemoryBytes, "helm-max-render-memory-bytes", o.RenderMaxMemoryBytes, "Memory one Helm render may use, in bytes, at least 67108864 (64 MiB), on top of the ~120 MiB its process (a copy of the operator) maps as it starts; a render that needs more is killed and its Manifest goes to Error.")
 	fs.IntVar(&o.MaxConcurrentRenders, "helm-max-concurrent-renders", o.MaxConcurrentRenders, "Helm charts rendered at once, each in a process of its own that uses about one core.")
 }
 
@@ -102,7 +102,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // a refusal of every chart, kept in each Manifest's status.
 func (o *Options) validateRender() error {
 	if o.RenderMaxMemoryBytes != 0 && o.RenderMaxMemoryBytes < render.MinRenderMemoryBytes {
-		return fmt.Errorf("--helm-max-render-memory-bytes is %d, less than the %d bytes (%d MiB) a render process needs to start and render a small chart",
+		return fmt.Errorf("--helm-max-render-memory-bytes is %d, less than the %d bytes (%d MiB) a render needs for a small chart",
 			o.RenderMaxMemoryBytes, render.MinRenderMemoryBytes, render.MinRenderMemoryBytes>>20)
 	}
 	if o.RenderDeadline < 0 || o.RenderMaxOutputBytes < 0 || o.MaxConcurrentRenders < 0 {

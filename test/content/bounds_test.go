@@ -124,9 +124,9 @@ func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
 	before := resetPeakRSS(t)
 	kyma := newKyma(t, "huge-string", "hoarding", samplemodules.Sample)
 	for name := range charts {
-		msg := eventuallyError(t, kyma, name, "rendering the Helm chart was stopped: it needed more than 256Mi of memory (--helm-max-render-memory-bytes)")
+		msg := eventuallyError(t, kyma, name, "rendering the Helm chart was stopped: it needed more than 128Mi of memory (--helm-max-render-memory-bytes)")
 		t.Logf("%s: %s", name, msg)
-		expectRenderRefusal(t, kyma, name, v1beta2.RenderRefusalMemory, "256Mi")
+		expectRenderRefusal(t, kyma, name, v1beta2.RenderRefusalMemory, "128Mi")
 	}
 	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)

@@ -34,7 +34,7 @@ const (
 	maxBytes           = 4 << 20
 	inFlightBytes      = 16 << 20
 	renderDeadline     = 2 * time.Second
-	renderMemoryBudget = 256 << 20
+	renderMemoryBudget = 128 << 20
 )
 
 var env struct {

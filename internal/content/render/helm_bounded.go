@@ -27,14 +27,16 @@ const (
 	DefaultMaxOutputBytes int64 = 32 << 20
 	// DefaultMaxConcurrentRenders bounds the renders running at once.
 	DefaultMaxConcurrentRenders = 4
-	// DefaultMaxRenderMemoryBytes bounds one render process: a real chart
-	// renders in a few MiB on top of the ~40 MiB the process starts with.
-	DefaultMaxRenderMemoryBytes int64 = 512 << 20
-	// MinRenderMemoryBytes is the least memory budget a render process can
-	// work with: the operator's binary alone maps tens of MiB as it starts,
-	// so a smaller budget would stop every chart, and each refusal would
-	// be kept in status.
-	MinRenderMemoryBytes int64 = 128 << 20
+	// DefaultMaxRenderMemoryBytes bounds what one render may map on top of
+	// what its process maps as it starts (~120 MiB of VmData, ~65 MiB of
+	// RSS for the operator's binary). Real charts render in a few MiB;
+	// 4 renders of (65 + 256) MiB fit beside the operator in the 2 GiB
+	// that config/manager gives its container.
+	DefaultMaxRenderMemoryBytes int64 = 256 << 20
+	// MinRenderMemoryBytes is the least budget that renders a small chart
+	// reliably: below it, even good charts would be stopped, and each
+	// refusal kept in status.
+	MinRenderMemoryBytes int64 = 64 << 20
 	// rememberedRefusals bounds how many refused renders are remembered.
 	rememberedRefusals = 1024
 )
@@ -47,7 +49,8 @@ type HelmLimits struct {
 	// MaxOutputBytes bounds a chart's rendered templates together, and the
 	// objects a render process sends back.
 	MaxOutputBytes int64
-	// MaxMemoryBytes bounds the memory of one render process.
+	// MaxMemoryBytes bounds the memory one render process maps on top of
+	// what it maps as it starts.
 	MaxMemoryBytes int64
 	// MaxConcurrent bounds the renders running at once.
 	MaxConcurrent int

@@ -40,7 +40,7 @@ func TestRenderMemoryStaysInRenderProcess(t *testing.T) {
 	before := resetPeakRSS(t)
 	for name, archive := range charts {
 		_, err := r.Render(ctx, archive, render.HelmOptions{ReleaseName: "sample"}, nil)
-		g.Expect(err).To(MatchError(ContainSubstring("it needed more than 512Mi of memory (--helm-max-render-memory-bytes)")), name)
+		g.Expect(err).To(MatchError(ContainSubstring("it needed more than 256Mi of memory (--helm-max-render-memory-bytes)")), name)
 		var refused *render.RefusedError
 		g.Expect(errors.As(err, &refused)).To(BeTrue())
 		g.Expect(refused.Refusal.Reason).To(Equal(v1beta2.RenderRefusalMemory))

@@ -9,7 +9,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -139,34 +141,68 @@ func renderRecovered(archive []byte, opts HelmOptions) (objs []*unstructured.Uns
 	return HelmChart(archive, opts)
 }
 
-// limitMemory caps this process at limit bytes of memory before it reads
-// the chart.
+// limitMemory caps what this process may map from now on at budget
+// bytes, before it reads the chart: the budget is the render's, on top of
+// what the process mapped as it started (the binary's data, Go's runtime
+// and what package initialisation allocated: ~120 MiB for the operator's
+// binary, far less for a test's), which is the binary's and not the
+// chart's doing.
 //
 // The hard cap is RLIMIT_DATA, which since Linux 4.7 counts the private
-// writable mappings that Go's heap, stacks and runtime metadata live in:
-// an allocation past it fails in the kernel, and Go ends the process with
-// "out of memory", at once, however fast the template allocates. Watching
-// the child's RSS from the parent instead would race a template that
-// allocates gigabytes between two looks; RLIMIT_AS would count the address
-// space Go reserves but never uses.
+// writable mappings that Go's heap, stacks and runtime metadata live in
+// (VmData): an allocation past it fails in the kernel, and Go ends the
+// process with "out of memory", at once, however fast the template
+// allocates. Watching the child's RSS from the parent instead would race a
+// template that allocates gigabytes between two looks; RLIMIT_AS would
+// count the address space Go reserves but never uses.
 //
 // The soft limit (debug.SetMemoryLimit) makes the garbage collector work
 // harder as the heap nears the cap, so that a template that makes garbage
 // is not stopped for it; only memory it keeps counts. It is below the hard
-// cap by a quarter, for what Go maps besides the heap.
+// cap by a quarter of the budget, for what Go maps besides the heap.
 //
 // GOMAXPROCS 1: a render is one goroutine, so a render process uses about
 // one core, and --helm-max-concurrent-renders bounds the cores rendering
 // takes. oom_score_adj 1000: should the container run out of memory anyway,
 // the kernel stops a render, not the operator.
-func limitMemory(limit int64) error {
+func limitMemory(budget int64) error {
 	runtime.GOMAXPROCS(1)
-	debug.SetMemoryLimit(limit / 4 * 3)
-	if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: uint64(limit), Max: uint64(limit)}); err != nil {
-		return fmt.Errorf("capping memory at %d bytes: %w", limit, err)
+	mapped, err := mappedData()
+	if err != nil {
+		return err
 	}
+	hard := uint64(mapped + budget)
+	if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: hard, Max: hard}); err != nil {
+		return fmt.Errorf("capping memory at %d bytes: %w", hard, err)
+	}
+	debug.SetMemoryLimit(goMemory() + budget/4*3)
 	// Best effort: without /proc (not Linux) there is no OOM killer to
 	// steer.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0)
 	return nil
+}
+
+// mappedData is VmData from /proc/self/status: what RLIMIT_DATA counts.
+func mappedData() (int64, error) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("reading what this process has mapped: %w", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmData:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("reading VmData: %w", err)
+			}
+			return kib << 10, nil
+		}
+	}
+	return 0, errors.New("no VmData in /proc/self/status")
+}
+
+// goMemory is the memory that debug.SetMemoryLimit counts, as of now.
+func goMemory() int64 {
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(samples)
+	return int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
 }
