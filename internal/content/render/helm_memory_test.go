@@ -85,3 +85,26 @@ func peakRSS(t *testing.T) int64 {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// BenchmarkHelmRender prints what a render process costs: the sample
+// chart rendered in this process (HelmChart), and through HelmRenderer,
+// in a render process started from this test binary.
+func BenchmarkHelmRender(b *testing.B) {
+	archive := packageChart(b, sampleChart())
+	opts := render.HelmOptions{ReleaseName: "sample"}
+	b.Run("in-process", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := render.HelmChart(archive, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("render-process", func(b *testing.B) {
+		r := render.NewHelmRenderer(render.HelmLimits{Deadline: time.Minute, MaxConcurrent: 1})
+		for b.Loop() {
+			if _, err := r.Render(context.Background(), archive, opts, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
