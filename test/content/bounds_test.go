@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,23 @@ func chartOf(t *testing.T, name, template string) []byte {
 	return data
 }
 
+// chartRuns numbers the runs of the chart tests, for module names of
+// their own: with -count the operator still remembers the refusals of an
+// earlier run's charts, and their digests include the module's name (the
+// release name).
+var chartRuns atomic.Int32
+
+// perRun is the name of a module for one run of a test: the run in
+// letters, as module names have no digits (run 1 is looping-aab).
+func perRun(module string, run int32) string {
+	suffix := []byte("aaa")
+	for i := len(suffix) - 1; i >= 0 && run > 0; i-- {
+		suffix[i] = byte('a' + run%26)
+		run /= 26
+	}
+	return module + "-" + string(suffix)
+}
+
 // publishChart pushes a module whose content is the chart and offers it.
 func publishChart(t *testing.T, module string, chart []byte) {
 	t.Helper()
@@ -88,16 +106,17 @@ func publishChart(t *testing.T, module string, chart []byte) {
 // deadline passes: its render process is killed. The refusal is kept in
 // the Manifest's status, and retries refuse the chart without rendering it.
 func TestLoopingChartEndsInError(t *testing.T) {
+	looping := perRun("looping", chartRuns.Add(1))
 	// 10^12 turns: hours of Helm's engine, were it not killed.
-	publishChart(t, "looping", chartOf(t, "looping", `{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}`))
+	publishChart(t, looping, chartOf(t, "looping", `{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}`))
 
-	kyma := newKyma(t, "looping", samplemodules.Sample)
+	kyma := newKyma(t, looping, samplemodules.Sample)
 	start := time.Now()
-	msg := eventuallyError(t, kyma, "looping", "rendering the Helm chart was stopped: it did not finish within 2s (--helm-render-deadline)")
+	msg := eventuallyError(t, kyma, looping, "rendering the Helm chart was stopped: it did not finish within 2s (--helm-render-deadline)")
 	t.Logf("Looping chart in Error after %s: %s", time.Since(start).Round(10*time.Millisecond), msg)
 	// Retries refuse at once, without another render.
-	eventuallyError(t, kyma, "looping", "was stopped before, as it did not finish within 2s (--helm-render-deadline)")
-	expectRenderRefusal(t, kyma, "looping", v1beta2.RenderRefusalDeadline, "2s")
+	eventuallyError(t, kyma, looping, "was stopped before, as it did not finish within 2s (--helm-render-deadline)")
+	expectRenderRefusal(t, kyma, looping, v1beta2.RenderRefusalDeadline, "2s")
 	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
@@ -111,18 +130,21 @@ func TestLoopingChartEndsInError(t *testing.T) {
 // generous.
 func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
 	g := NewWithT(t)
+	run := chartRuns.Add(1)
 	charts := map[string]string{
 		// One 3 GB string at once.
-		"huge-string": `{{ repeat 3000000000 "x" }}`,
+		perRun("huge-string", run): `{{ repeat 3000000000 "x" }}`,
 		// 100 KB more kept on every turn of a loop, 10 GB in all.
-		"hoarding": `{{ $d := dict }}{{ range $i := until 100000 }}{{ $_ := set $d (toString $i) (repeat 100000 "x") }}{{ end }}`,
+		perRun("hoarding", run): `{{ $d := dict }}{{ range $i := until 100000 }}{{ $_ := set $d (toString $i) (repeat 100000 "x") }}{{ end }}`,
 	}
+	modules := []string{samplemodules.Sample}
 	for name, template := range charts {
-		publishChart(t, name, chartOf(t, name, template))
+		publishChart(t, name, chartOf(t, "chart", template))
+		modules = append(modules, name)
 	}
 
 	before := resetPeakRSS(t)
-	kyma := newKyma(t, "huge-string", "hoarding", samplemodules.Sample)
+	kyma := newKyma(t, modules...)
 	for name := range charts {
 		msg := eventuallyError(t, kyma, name, "rendering the Helm chart was stopped: it needed more than 128Mi of memory (--helm-max-render-memory-bytes)")
 		t.Logf("%s: %s", name, msg)
