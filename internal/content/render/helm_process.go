@@ -190,10 +190,13 @@ func readRender(stdout io.Reader, maxOutput int64, rendering chan<- struct{}) re
 }
 
 // outOfMemory tells from a render process's stderr that the Go runtime
-// ended it for want of memory: an allocation past the budget failed.
+// ended it for want of memory: an allocation past the budget failed. (In a
+// binary built with -race, the race detector's runtime says so itself.)
 func outOfMemory(stderr string) bool {
-	return strings.Contains(stderr, "fatal error: ") &&
+	goRuntime := strings.Contains(stderr, "fatal error: ") &&
 		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"))
+	raceRuntime := strings.Contains(stderr, "ThreadSanitizer failed to allocate") && strings.Contains(stderr, "errno: 12")
+	return goRuntime || raceRuntime
 }
 
 // peakRSS is the most memory a process that ended held at once, as
