@@ -185,6 +185,49 @@ type ManifestStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	Operations []Operation `json:"operations,omitempty"`
+
+	// RenderRefusal is the last render of the Manifest's Helm chart that
+	// the operator stopped at a limit. It is kept here, not only in the
+	// operator's memory, so that a restarted operator does not render the
+	// same chart with the same values again: a chart that loops or eats
+	// memory would otherwise cost a render per restart and Manifest.
+	// Cleared when the content renders.
+	// +optional
+	RenderRefusal *RenderRefusal `json:"renderRefusal,omitempty"`
+}
+
+// RenderRefusalReason is the limit a stopped Helm render went over.
+// +kubebuilder:validation:Enum=Deadline;Memory;Output
+type RenderRefusalReason string
+
+// Limits a Helm render can be stopped at.
+const (
+	// RenderRefusalDeadline: the render did not finish within
+	// --helm-render-deadline.
+	RenderRefusalDeadline RenderRefusalReason = "Deadline"
+	// RenderRefusalMemory: the render process needed more than
+	// --helm-max-render-memory-bytes.
+	RenderRefusalMemory RenderRefusalReason = "Memory"
+	// RenderRefusalOutput: the rendered chart is larger than
+	// --helm-max-output-bytes.
+	RenderRefusalOutput RenderRefusalReason = "Output"
+)
+
+// RenderRefusal is a Helm render that was stopped at a limit. The same
+// chart with the same values is refused at once, without rendering, until
+// the chart, its values or that limit change.
+type RenderRefusal struct {
+	// Digest identifies the render: sha256 of the chart and of everything
+	// it is rendered with (values, release name, namespace, Kubernetes
+	// version), as sha256:<hex>.
+	Digest string `json:"digest"`
+
+	// Reason is the limit the render went over.
+	Reason RenderRefusalReason `json:"reason"`
+
+	// Limit is that limit's value when the render was stopped, such as
+	// 10s or 512Mi: raising the limit renders the chart again.
+	Limit string `json:"limit"`
 }
 
 // MaxManifestOperations bounds ManifestStatus.Operations.

@@ -21,10 +21,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/fleetbench"
 )
 
 func main() {
+	// The operator in-process renders Helm charts in child processes of
+	// this binary; in one of them, this renders and exits.
+	render.ServeIfRenderProcess()
 	os.Exit(run())
 }
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -17,6 +18,9 @@ import (
 )
 
 func main() {
+	// Helm charts render in child processes of this binary; in one of
+	// them, this renders and exits.
+	render.ServeIfRenderProcess()
 	opts := operator.DefaultOptions()
 	var maintenanceWindows, hibernationSchedules, backupSchedules string
 	zapOpts := zap.Options{}

@@ -6,9 +6,14 @@ package main
 import (
 	"os"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl"
 )
 
 func main() {
+	// lmctl dev runs the operator in-process, and it renders Helm charts
+	// in child processes of this binary; in one of them, this renders
+	// and exits.
+	render.ServeIfRenderProcess()
 	os.Exit(lmctl.Main(os.Args[1:]))
 }

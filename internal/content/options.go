@@ -1,6 +1,7 @@
 package content
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -30,10 +31,11 @@ type Options struct {
 	// MaxBytes bounds one layer or body; InFlightBytes all downloads in
 	// flight together.
 	MaxBytes, InFlightBytes int64
-	// RenderDeadline, RenderMaxOutputBytes and MaxConcurrentRenders bound
-	// rendering Helm charts.
+	// RenderDeadline, RenderMaxOutputBytes, RenderMaxMemoryBytes and
+	// MaxConcurrentRenders bound rendering Helm charts (render.HelmLimits).
 	RenderDeadline       time.Duration
 	RenderMaxOutputBytes int64
+	RenderMaxMemoryBytes int64
 	MaxConcurrentRenders int
 	// RegistryCredentialsSecret names a kubernetes.io/dockerconfigjson
 	// Secret in the control-plane namespace whose credentials the operator
@@ -57,6 +59,7 @@ func DefaultOptions() Options {
 		InFlightBytes:        fetch.DefaultInFlightBytes,
 		RenderDeadline:       render.DefaultRenderDeadline,
 		RenderMaxOutputBytes: render.DefaultMaxOutputBytes,
+		RenderMaxMemoryBytes: render.DefaultMaxRenderMemoryBytes,
 		MaxConcurrentRenders: render.DefaultMaxConcurrentRenders,
 	}
 }
@@ -102,7 +105,21 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	})
 	fs.Int64Var(&o.MaxBytes, "content-max-bytes", o.MaxBytes, "Largest module content layer or http(s) body, in bytes; larger ones are refused before or while they download.")
 	fs.Int64Var(&o.InFlightBytes, "content-inflight-bytes", o.InFlightBytes, "Bytes all content downloads in flight may hold together; more wait their turn.")
-	fs.DurationVar(&o.RenderDeadline, "helm-render-deadline", o.RenderDeadline, "Longest a Helm chart may take to render before its Manifest goes to Error.")
-	fs.Int64Var(&o.RenderMaxOutputBytes, "helm-max-output-bytes", o.RenderMaxOutputBytes, "Largest rendered output of a Helm chart, in bytes.")
-	fs.IntVar(&o.MaxConcurrentRenders, "helm-max-concurrent-renders", o.MaxConcurrentRenders, "Helm charts rendered at once, including renders past their deadline that still run.")
+	fs.DurationVar(&o.RenderDeadline, "helm-render-deadline", o.RenderDeadline, "Longest a Helm chart may take to render; its render process is then killed and its Manifest goes to Error.")
+	fs.Int64Var(&o.RenderMaxOutputBytes, "helm-max-output-bytes", o.RenderMaxOutputBytes, "Largest rendered output of a Helm chart, in bytes: its templates' text, and the objects its render process sends back.")
+	fs.Int64Var(&o.RenderMaxMemoryBytes, "helm-max-render-memory-bytes", o.RenderMaxMemoryBytes, "Memory one Helm render may use, in bytes, at least 67108864 (64 MiB), on top of the ~120 MiB its process (a copy of the operator) maps as it starts; a render that needs more is killed and its Manifest goes to Error.")
+	fs.IntVar(&o.MaxConcurrentRenders, "helm-max-concurrent-renders", o.MaxConcurrentRenders, "Helm charts rendered at once, each in a process of its own that uses about one core.")
+}
+
+// validateRender checks the render limits that a mistake would turn into
+// a refusal of every chart, kept in each Manifest's status.
+func (o *Options) validateRender() error {
+	if o.RenderMaxMemoryBytes != 0 && o.RenderMaxMemoryBytes < render.MinRenderMemoryBytes {
+		return fmt.Errorf("--helm-max-render-memory-bytes is %d, less than the %d bytes (%d MiB) a render needs for a small chart",
+			o.RenderMaxMemoryBytes, render.MinRenderMemoryBytes, render.MinRenderMemoryBytes>>20)
+	}
+	if o.RenderDeadline < 0 || o.RenderMaxOutputBytes < 0 || o.MaxConcurrentRenders < 0 {
+		return errors.New("--helm-render-deadline, --helm-max-output-bytes and --helm-max-concurrent-renders must not be negative")
+	}
+	return nil
 }

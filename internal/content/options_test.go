@@ -107,3 +107,25 @@ func TestInsecureRegistriesFlag(t *testing.T) {
 		}
 	}
 }
+
+// A render memory budget too small for a render process to start would
+// refuse every chart; the pipeline does not start with one.
+func TestRenderMemoryBudgetIsValidated(t *testing.T) {
+	opts := content.DefaultOptions()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts.BindFlags(fs)
+	if err := fs.Parse([]string{"--helm-max-render-memory-bytes", "33554432"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := content.New(opts, nil)
+	if err == nil || !strings.Contains(err.Error(), "--helm-max-render-memory-bytes is 33554432, less than the 67108864 bytes (64 MiB)") {
+		t.Fatalf("got %v, want an error naming the flag and the least budget", err)
+	}
+	if err := fs.Parse([]string{"--helm-max-render-memory-bytes", "67108864"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := content.New(opts, nil); err != nil {
+		t.Fatalf("64 MiB: %v", err)
+	}
+}

@@ -35,6 +35,14 @@ type Pipeline struct {
 // New builds the pipeline; keychain supplies registry credentials, nil
 // reads every registry anonymously.
 func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
+	if !render.RendersInProcesses() {
+		// Fail at start, not at the first chart: without it a render
+		// process would run this binary's main instead.
+		return nil, render.ErrNoRenderProcess
+	}
+	if err := opts.validateRender(); err != nil {
+		return nil, err
+	}
 	fetchOpts := []fetch.Option{
 		fetch.WithInsecureRegistries(opts.InsecureRegistries...),
 		fetch.WithAllowedHosts(opts.AllowedHosts...),
@@ -64,6 +72,7 @@ func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
 	helm := render.NewHelmRenderer(render.HelmLimits{
 		Deadline:       opts.RenderDeadline,
 		MaxOutputBytes: opts.RenderMaxOutputBytes,
+		MaxMemoryBytes: opts.RenderMaxMemoryBytes,
 		MaxConcurrent:  opts.MaxConcurrentRenders,
 	})
 	return &Pipeline{fetcher: fetcher, helm: helm, maxUnpacked: opts.RenderMaxOutputBytes}, nil
@@ -86,6 +95,9 @@ func (p *Pipeline) Pin(ctx context.Context, res v1beta2.ContentResource) (v1beta
 // they are applied before their instances) and labels and namespaces it for
 // the runtime: objects that name no namespace go to syncNamespace when
 // namespaced says their kind is namespaced there (transform.RESTMapperScope).
+// A Helm render stopped at a limit is a *render.RefusedError, whose Refusal
+// belongs in the Manifest's status.renderRefusal: the chart is then refused
+// at once, also after a restart, until it or its values change.
 func (p *Pipeline) Render(ctx context.Context, manifest *v1beta2.Manifest, syncNamespace string, namespaced func(schema.GroupVersionKind) (bool, error)) ([]*unstructured.Unstructured, error) {
 	objs, err := p.render(ctx, manifest, syncNamespace, namespaced)
 	return objs, bounded(err)
@@ -142,7 +154,7 @@ func (p *Pipeline) renderResource(ctx context.Context, name string, data []byte,
 			ReleaseName: manifest.Spec.ModuleName,
 			Namespace:   syncNamespace,
 			Values:      manifest.Spec.Values,
-		})
+		}, manifest.Status.RenderRefusal)
 	}
 	return nil, nil
 }

@@ -2,12 +2,17 @@ package content_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
@@ -170,4 +176,61 @@ func TestRenderErrorsNameThePartAndAreBounded(t *testing.T) {
 			g.Expect(len(err.Error())).To(BeNumerically("<=", 1024))
 		})
 	}
+}
+
+// endlessChart is a chart whose template would keep Helm's engine busy
+// for hours.
+func endlessChart(t *testing.T) []byte {
+	t.Helper()
+	chrt := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "endless", Version: "0.1.0"},
+		Templates: []*chart.File{{
+			Name: "templates/loop.yaml",
+			Data: []byte(`{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}`),
+		}},
+	}
+	path, err := chartutil.Save(chrt, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A render stopped at a limit comes out of the pipeline as a refusal to
+// keep in status; a pipeline that starts anew with that status (a
+// restarted operator) refuses the chart without rendering it, until the
+// values change.
+func TestRenderRefusalCarriesOverInStatus(t *testing.T) {
+	g := NewWithT(t)
+	server := contentServer(t, map[string][]byte{v1beta2.HelmChartResourceName: endlessChart(t)})
+	opts := content.DefaultOptions()
+	opts.AllowedHosts = []string{strings.TrimPrefix(server.URL, "http://")}
+	opts.RenderDeadline = 100 * time.Millisecond
+	p, err := content.New(opts, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	m := pinnedManifest(g, p, server, v1beta2.HelmChartResourceName)
+
+	_, err = p.Render(context.Background(), m, "sync-ns", runtimeScope())
+	var refused *render.RefusedError
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+	g.Expect(refused.Before).To(BeFalse())
+	g.Expect(refused.Refusal.Reason).To(Equal(v1beta2.RenderRefusalDeadline))
+	g.Expect(refused.Refusal.Limit).To(Equal("100ms"))
+	m.Status.RenderRefusal = &refused.Refusal
+
+	restarted, err := content.New(opts, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = restarted.Render(context.Background(), m, "sync-ns", runtimeScope())
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+	g.Expect(refused.Before).To(BeTrue(), "refused without a render: %v", err)
+
+	m.Spec.Values = &runtime.RawExtension{Raw: []byte(`{"other":"values"}`)}
+	_, err = restarted.Render(context.Background(), m, "sync-ns", runtimeScope())
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+	g.Expect(refused.Before).To(BeFalse(), "new values are rendered: %v", err)
+	g.Expect(refused.Refusal.Digest).NotTo(Equal(m.Status.RenderRefusal.Digest))
 }

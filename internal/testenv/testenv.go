@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
@@ -69,7 +70,12 @@ type Setup func(ctx context.Context, e *Env) (operator.Options, error)
 // the namespace, runs setup, starts the operator with the options setup
 // returns, runs the tests, and stops everything. It exits with the tests'
 // code, or 1 when anything before them fails.
+//
+// The operator renders Helm charts in child processes of the test binary:
+// Main serves them first of all (render.ServeIfRenderProcess), so a
+// TestMain must call it before doing anything else worth its time.
 func Main(m *testing.M, cfg Config, setup Setup) {
+	render.ServeIfRenderProcess()
 	os.Exit(run(m, cfg, setup))
 }
 

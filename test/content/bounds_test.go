@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,16 +56,12 @@ func TestHugeContentIsRefusedWithBoundedMemory(t *testing.T) {
 	g.Expect(heap).To(BeNumerically("<", 96<<20), "peak heap growth %s; the cap is 4 MiB per download, 16 MiB in flight", mib(heap))
 }
 
-// loopingChart is a chart whose template keeps Helm's engine busy for
-// seconds (4*10^7 iterations), far past the test's render deadline.
-func loopingChart(t *testing.T) []byte {
+// chartOf packages a chart of one template.
+func chartOf(t *testing.T, name, template string) []byte {
 	t.Helper()
 	chrt := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "looping", Version: "0.1.0"},
-		Templates: []*chart.File{{
-			Name: "templates/loop.yaml",
-			Data: []byte(`{{- range until 40000 }}{{ range until 1000 }}{{ end }}{{ end }}`),
-		}},
+		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: "0.1.0"},
+		Templates: []*chart.File{{Name: "templates/" + name + ".yaml", Data: []byte(template)}},
 	}
 	path, err := chartutil.Save(chrt, t.TempDir())
 	if err != nil {
@@ -77,23 +74,101 @@ func loopingChart(t *testing.T) []byte {
 	return data
 }
 
-// A chart whose template loops puts its Manifest in Error once the render
-// deadline passes, and is not rendered again on every retry.
-func TestLoopingChartEndsInError(t *testing.T) {
-	g := NewWithT(t)
-	artifact, err := ociartifact.Push(context.Background(), env.registry.Host()+"/modules/looping:1.0.0",
-		ociartifact.Module{HelmChart: loopingChart(t)}.Layers(), ociartifact.Insecure())
-	g.Expect(err).NotTo(HaveOccurred())
-	publishModule(t, "looping", artifact.Links)
+// chartRuns numbers the runs of the chart tests, for module names of
+// their own: with -count the operator still remembers the refusals of an
+// earlier run's charts, and their digests include the module's name (the
+// release name).
+var chartRuns atomic.Int32
 
-	kyma := newKyma(t, "looping", samplemodules.Sample)
+// perRun is the name of a module for one run of a test: the run in
+// letters, as module names have no digits (run 1 is looping-aab).
+func perRun(module string, run int32) string {
+	suffix := []byte("aaa")
+	for i := len(suffix) - 1; i >= 0 && run > 0; i-- {
+		suffix[i] = byte('a' + run%26)
+		run /= 26
+	}
+	return module + "-" + string(suffix)
+}
+
+// publishChart pushes a module whose content is the chart and offers it.
+func publishChart(t *testing.T, module string, chart []byte) {
+	t.Helper()
+	artifact, err := ociartifact.Push(context.Background(), env.registry.Host()+"/modules/"+module+":1.0.0",
+		ociartifact.Module{HelmChart: chart}.Layers(), ociartifact.Insecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishModule(t, module, artifact.Links)
+}
+
+// A chart whose template loops puts its Manifest in Error once the render
+// deadline passes: its render process is killed. The refusal is kept in
+// the Manifest's status, and retries refuse the chart without rendering it.
+func TestLoopingChartEndsInError(t *testing.T) {
+	looping := perRun("looping", chartRuns.Add(1))
+	// 10^12 turns: hours of Helm's engine, were it not killed.
+	publishChart(t, looping, chartOf(t, "looping", `{{- range until 1000000 }}{{ range until 1000000 }}{{ end }}{{ end }}`))
+
+	kyma := newKyma(t, looping, samplemodules.Sample)
 	start := time.Now()
-	msg := eventuallyError(t, kyma, "looping", "did not finish within 1s")
+	msg := eventuallyError(t, kyma, looping, "rendering the Helm chart was stopped: it did not finish within 2s (--helm-render-deadline)")
 	t.Logf("Looping chart in Error after %s: %s", time.Since(start).Round(10*time.Millisecond), msg)
-	// Retries answer from memory at once, without another render.
-	eventuallyError(t, kyma, "looping", "did not finish within 1s before (a template that loops?)")
+	// Retries refuse at once, without another render.
+	eventuallyError(t, kyma, looping, "was stopped before, as it did not finish within 2s (--helm-render-deadline)")
+	expectRenderRefusal(t, kyma, looping, v1beta2.RenderRefusalDeadline, "2s")
 	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
+	}, timeout, interval).Should(Succeed())
+}
+
+// Charts that would need gigabytes of memory put their Manifests in Error
+// naming the memory limit, while the operator's peak RSS (this test
+// process's) hardly grows: the render processes hold the memory, and are
+// killed at their budget. The figures are printed; the budget asserted is
+// generous.
+func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
+	g := NewWithT(t)
+	run := chartRuns.Add(1)
+	charts := map[string]string{
+		// One 3 GB string at once.
+		perRun("huge-string", run): `{{ repeat 3000000000 "x" }}`,
+		// 100 KB more kept on every turn of a loop, 10 GB in all.
+		perRun("hoarding", run): `{{ $d := dict }}{{ range $i := until 100000 }}{{ $_ := set $d (toString $i) (repeat 100000 "x") }}{{ end }}`,
+	}
+	modules := []string{samplemodules.Sample}
+	for name, template := range charts {
+		publishChart(t, name, chartOf(t, "chart", template))
+		modules = append(modules, name)
+	}
+
+	before := resetPeakRSS(t)
+	kyma := newKyma(t, modules...)
+	for name := range charts {
+		msg := eventuallyError(t, kyma, name, "rendering the Helm chart was stopped: it needed more than 128Mi of memory (--helm-max-render-memory-bytes)")
+		t.Logf("%s: %s", name, msg)
+		expectRenderRefusal(t, kyma, name, v1beta2.RenderRefusalMemory, "128Mi")
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		m := manifest(g, kyma, samplemodules.Sample)
+		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
+	}, timeout, interval).Should(Succeed())
+	after := peakRSS(t)
+	t.Logf("Operator (test process) peak RSS while rendering %d charts that need gigabytes: %s before, %s after, growth %s",
+		len(charts), mib(uint64(before)), mib(uint64(after)), mib(uint64(max(after-before, 0))))
+	g.Expect(after-before).To(BeNumerically("<", 200<<20), "the operator's peak RSS grew by %s", mib(uint64(max(after-before, 0))))
+}
+
+// expectRenderRefusal waits for the module's Manifest to keep the refusal
+// of its chart in status.
+func expectRenderRefusal(t *testing.T, kyma, module string, reason v1beta2.RenderRefusalReason, limit string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		refusal := manifest(g, kyma, module).Status.RenderRefusal
+		g.Expect(refusal).NotTo(BeNil())
+		g.Expect(refusal.Reason).To(Equal(reason))
+		g.Expect(refusal.Limit).To(Equal(limit))
+		g.Expect(refusal.Digest).To(MatchRegexp("^sha256:[0-9a-f]{64}$"))
 	}, timeout, interval).Should(Succeed())
 }

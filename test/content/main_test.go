@@ -26,11 +26,15 @@ import (
 const kcpNamespace = "kcp-system"
 
 // The operator's limits in these tests: small, so that refusing is quick,
-// and far below the 1 GiB that the tests offer.
+// and far below the 1 GiB that the tests offer. The render deadline is
+// many times what a chart that eats memory takes to reach the render
+// memory budget on a loaded machine, so that such a chart ends at the
+// memory budget, as the test expects.
 const (
-	maxBytes       = 4 << 20
-	inFlightBytes  = 16 << 20
-	renderDeadline = time.Second
+	maxBytes           = 4 << 20
+	inFlightBytes      = 16 << 20
+	renderDeadline     = 2 * time.Second
+	renderMemoryBudget = 128 << 20
 )
 
 var env struct {
@@ -79,6 +83,7 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	opts.Content.MaxBytes = maxBytes
 	opts.Content.InFlightBytes = inFlightBytes
 	opts.Content.RenderDeadline = renderDeadline
+	opts.Content.RenderMaxMemoryBytes = renderMemoryBudget
 	opts.Content.MaxConcurrentRenders = 2
 	return opts, nil
 }

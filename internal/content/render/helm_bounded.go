@@ -5,11 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
 // Defaults of HelmLimits.
@@ -23,44 +27,62 @@ const (
 	DefaultMaxOutputBytes int64 = 32 << 20
 	// DefaultMaxConcurrentRenders bounds the renders running at once.
 	DefaultMaxConcurrentRenders = 4
-	// rememberedTimeouts bounds how many timed-out renders are remembered.
-	rememberedTimeouts = 1024
+	// DefaultMaxRenderMemoryBytes bounds what one render may map on top of
+	// what its process maps as it starts (~120 MiB of VmData, ~65 MiB of
+	// RSS for the operator's binary). Real charts render in a few MiB;
+	// 4 renders of (65 + 256) MiB fit beside the operator in the 2 GiB
+	// that config/manager gives its container.
+	DefaultMaxRenderMemoryBytes int64 = 256 << 20
+	// MinRenderMemoryBytes is the least budget that renders a small chart
+	// reliably: below it, even good charts would be stopped, and each
+	// refusal kept in status.
+	MinRenderMemoryBytes int64 = 64 << 20
+	// rememberedRefusals bounds how many refused renders are remembered.
+	rememberedRefusals = 1024
 )
 
 // HelmLimits bound rendering charts. Zero fields take the defaults.
 type HelmLimits struct {
-	// Deadline bounds one render.
+	// Deadline bounds one render, from when its process has read the
+	// chart.
 	Deadline time.Duration
-	// MaxOutputBytes bounds a chart's rendered templates together.
+	// MaxOutputBytes bounds a chart's rendered templates together, and the
+	// objects a render process sends back.
 	MaxOutputBytes int64
-	// MaxConcurrent bounds the renders running at once, those that went
-	// past their deadline and still run included.
+	// MaxMemoryBytes bounds the memory one render process maps on top of
+	// what it maps as it starts.
+	MaxMemoryBytes int64
+	// MaxConcurrent bounds the renders running at once.
 	MaxConcurrent int
 }
 
-// HelmRenderer renders charts within a deadline, without letting charts
-// that never finish pile up. It is safe for concurrent use; share one.
+// HelmRenderer renders charts within a deadline and a memory budget, each
+// in a child process that is killed when it goes over either or sends more
+// than the output limit. It is safe for concurrent use; share one.
 //
-// Helm's engine (text/template) cannot be cancelled: a template that loops
-// runs until it is done, which may be never. So a render runs in its own
-// goroutine and the caller stops waiting at the deadline, with an error.
-// The render itself keeps running and keeps its slot: at most MaxConcurrent
-// renders run at once, so runaway charts cannot multiply and use more than
-// that many cores. A chart and values that went past the deadline are
-// remembered and refused at once from then on, so that retrying the
-// Manifest does not start the same runaway render again. The price: until
-// a runaway render ends (or the operator restarts), it holds a slot and a
-// core; when every slot is held so, charts wait for a slot until their
-// deadline and fail, while raw manifests are unaffected.
+// Helm's engine (text/template) cannot be cancelled, and a template can
+// loop or allocate gigabytes ({{ repeat 3000000000 "x" }}). In a goroutine
+// of the operator, such a render would run on after its deadline, holding
+// a core, or take the operator down with it. A process can be killed: a
+// render over its budget ends at once and frees its slot, and the
+// operator's memory never holds more than the output limit of a chart.
+// The price is a process start per render (tens of milliseconds), which
+// only content that changed pays: unchanged content is not rendered again.
+//
+// A render stopped at a limit is refused at once from then on, without a
+// process, until the chart, its values or that limit change: the refusal
+// is remembered here, for every Manifest with the same chart and values,
+// and in the Manifest's status (RefusedError.Refusal, passed back to
+// Render), so that a restart does not render it again either.
 type HelmRenderer struct {
 	limits HelmLimits
 	slots  chan struct{}
 
-	mu       sync.Mutex
-	timedOut map[string]time.Duration
+	mu      sync.Mutex
+	refused map[string]v1beta2.RenderRefusal
 
-	// started counts renders started, for tests.
-	started func()
+	// started is told the process id of each render process, for tests.
+	started func(pid int)
 }
 
 // NewHelmRenderer returns a renderer with the given limits.
@@ -71,109 +93,127 @@ func NewHelmRenderer(limits HelmLimits) *HelmRenderer {
 	if limits.MaxOutputBytes <= 0 {
 		limits.MaxOutputBytes = DefaultMaxOutputBytes
 	}
+	if limits.MaxMemoryBytes <= 0 {
+		limits.MaxMemoryBytes = DefaultMaxRenderMemoryBytes
+	}
 	if limits.MaxConcurrent <= 0 {
 		limits.MaxConcurrent = DefaultMaxConcurrentRenders
 	}
 	return &HelmRenderer{
-		limits:   limits,
-		slots:    make(chan struct{}, limits.MaxConcurrent),
-		timedOut: map[string]time.Duration{},
+		limits:  limits,
+		slots:   make(chan struct{}, limits.MaxConcurrent),
+		refused: map[string]v1beta2.RenderRefusal{},
 	}
 }
 
-type renderResult struct {
-	objs []*unstructured.Unstructured
-	err  error
-}
-
-// Render renders a packaged chart as HelmChart does, within the limits.
-func (r *HelmRenderer) Render(ctx context.Context, archive []byte, opts HelmOptions) ([]*unstructured.Unstructured, error) {
+// Render renders a packaged chart as HelmChart does, within the limits, in
+// a render process of this binary (see ServeIfRenderProcess). recorded is
+// the refusal the Manifest's status keeps, if any: when it is for the same
+// chart, values and limit, the render is refused at once.
+func (r *HelmRenderer) Render(ctx context.Context, archive []byte, opts HelmOptions, recorded *v1beta2.RenderRefusal) ([]*unstructured.Unstructured, error) {
 	opts.MaxOutputBytes = r.limits.MaxOutputBytes
-	key, err := renderKey(archive, opts)
+	digest, err := renderDigest(archive, opts)
 	if err != nil {
 		return nil, err
 	}
-	if deadline, ok := r.remembered(key); ok {
-		return nil, &RenderTimeoutError{Deadline: deadline, Remembered: true}
+	if refusal, ok := r.refusal(digest, recorded); ok {
+		return nil, &RefusedError{Refusal: refusal, Before: true}
+	}
+	if !servesRenders.Load() {
+		return nil, ErrNoRenderProcess
 	}
 
-	timer := time.NewTimer(r.limits.Deadline)
-	defer timer.Stop()
 	select {
 	case r.slots <- struct{}{}:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting to render the Helm chart: %w", ctx.Err())
-	case <-timer.C:
-		return nil, fmt.Errorf("no Helm render slot came free within %s: all %d are busy, possibly with charts that do not finish (--helm-max-concurrent-renders)", r.limits.Deadline, r.limits.MaxConcurrent)
 	}
-	timer.Reset(r.limits.Deadline)
+	defer func() { <-r.slots }()
+	objs, err := r.renderInProcess(ctx, archive, opts)
+	if refused := (*RefusedError)(nil); errors.As(err, &refused) {
+		refused.Refusal.Digest = digest
+		refused.Refusal.Limit = r.limit(refused.Refusal.Reason)
+		r.remember(refused.Refusal)
+	}
+	return objs, err
+}
 
-	done := make(chan renderResult, 1)
-	if r.started != nil {
-		r.started()
+// RefusedError is a render stopped at a limit, now or (Before) on an
+// earlier attempt with the same chart, values and limit: it is not rendered
+// again until one of them changes. Refusal is what the Manifest's status
+// keeps.
+type RefusedError struct {
+	Refusal v1beta2.RenderRefusal
+	// Before is true when nothing was rendered now.
+	Before bool
+	// detail says what was seen when the render was stopped.
+	detail string
+}
+
+func (e *RefusedError) Error() string {
+	if e.Before {
+		return fmt.Sprintf("the Helm chart is not rendered: a render of the same chart and values was stopped before, as it %s. It is rendered again when the chart, its values or that limit change",
+			overLimit(e.Refusal.Reason, e.Refusal.Limit))
 	}
-	go func() {
-		defer func() { <-r.slots }()
-		defer func() {
-			// A chart must not take the operator down with it.
-			if p := recover(); p != nil {
-				done <- renderResult{err: fmt.Errorf("rendering the Helm chart panicked: %v", p)}
-			}
-		}()
-		objs, err := HelmChart(archive, opts)
-		done <- renderResult{objs: objs, err: err}
-	}()
-	select {
-	case res := <-done:
-		return res.objs, res.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("rendering the Helm chart: %w", ctx.Err())
-	case <-timer.C:
-		r.remember(key)
-		return nil, &RenderTimeoutError{Deadline: r.limits.Deadline}
+	return fmt.Sprintf("rendering the Helm chart was stopped: %s. It is not rendered again until the chart, its values or that limit change", e.detail)
+}
+
+// overLimit says which limit a render went over, naming its flag.
+func overLimit(reason v1beta2.RenderRefusalReason, limit string) string {
+	switch reason {
+	case v1beta2.RenderRefusalDeadline:
+		return fmt.Sprintf("did not finish within %s (--helm-render-deadline)", limit)
+	case v1beta2.RenderRefusalMemory:
+		return fmt.Sprintf("needed more than %s of memory (--helm-max-render-memory-bytes)", limit)
+	default:
+		return fmt.Sprintf("rendered more than %s (--helm-max-output-bytes)", limit)
 	}
 }
 
-// RenderTimeoutError is a chart that did not finish rendering within the
-// deadline, now or (Remembered) on an earlier attempt: it is not rendered
-// again until the chart or its values change. Typed so that status can say
-// so in a stable sentence.
-type RenderTimeoutError struct {
-	Deadline   time.Duration
-	Remembered bool
-}
-
-func (e *RenderTimeoutError) Error() string {
-	if e.Remembered {
-		return fmt.Sprintf("rendering the Helm chart did not finish within %s before (a template that loops?); it is not rendered again until the chart or its values change", e.Deadline)
+// limit is the value of the limit behind reason, as a refusal keeps it.
+func (r *HelmRenderer) limit(reason v1beta2.RenderRefusalReason) string {
+	switch reason {
+	case v1beta2.RenderRefusalDeadline:
+		return r.limits.Deadline.String()
+	case v1beta2.RenderRefusalMemory:
+		return resource.NewQuantity(r.limits.MaxMemoryBytes, resource.BinarySI).String()
+	default:
+		return resource.NewQuantity(r.limits.MaxOutputBytes, resource.BinarySI).String()
 	}
-	return fmt.Sprintf("rendering the Helm chart did not finish within %s (--helm-render-deadline); a template that loops? It is not rendered again until the chart or its values change", e.Deadline)
 }
 
-func (r *HelmRenderer) remembered(key string) (time.Duration, bool) {
+// refusal finds a refusal of the render digest under the current limits:
+// the Manifest's own, else one remembered from another Manifest.
+func (r *HelmRenderer) refusal(digest string, recorded *v1beta2.RenderRefusal) (v1beta2.RenderRefusal, bool) {
+	if recorded != nil && recorded.Digest == digest && recorded.Limit == r.limit(recorded.Reason) {
+		return *recorded, true
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d, ok := r.timedOut[key]
-	return d, ok
+	refusal, ok := r.refused[digest]
+	if !ok || refusal.Limit != r.limit(refusal.Reason) {
+		return v1beta2.RenderRefusal{}, false
+	}
+	return refusal, true
 }
 
-func (r *HelmRenderer) remember(key string) {
+func (r *HelmRenderer) remember(refusal v1beta2.RenderRefusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.timedOut) >= rememberedTimeouts {
+	if len(r.refused) >= rememberedRefusals {
 		// Forget an arbitrary one: the map must stay bounded, and a
-		// forgotten chart costs one more render slot at worst.
-		for k := range r.timedOut {
-			delete(r.timedOut, k)
+		// forgotten chart costs one more bounded render at worst.
+		for k := range r.refused {
+			delete(r.refused, k)
 			break
 		}
 	}
-	r.timedOut[key] = r.limits.Deadline
+	r.refused[refusal.Digest] = refusal
 }
 
-// renderKey identifies a render: the chart's bytes and everything it is
+// renderDigest identifies a render: the chart's bytes and everything it is
 // rendered with.
-func renderKey(archive []byte, opts HelmOptions) (string, error) {
+func renderDigest(archive []byte, opts HelmOptions) (string, error) {
 	params, err := json.Marshal(struct {
 		Release, Namespace, KubeVersion string
 		Values                          any
@@ -183,5 +223,5 @@ func renderKey(archive []byte, opts HelmOptions) (string, error) {
 	}
 	chartSum := sha256.Sum256(archive)
 	sum := sha256.Sum256(append(chartSum[:], params...))
-	return hex.EncodeToString(sum[:]), nil
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

@@ -74,7 +74,7 @@ spec:
 
 // packageChart writes files into a chart directory and packages it as
 // helm package does.
-func packageChart(t *testing.T, files map[string]string) []byte {
+func packageChart(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "chart")
 	for name, content := range files {

@@ -152,6 +152,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o
 		return runtimeUnavailable(err)
 	}
 	objects, err := r.Renderer.Render(ctx, manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	keepRenderRefusal(manifest, err)
 	if err != nil {
 		// Content that cannot be fetched or rendered, or whose signature
 		// is refused, never leads to pruning: what is installed stays

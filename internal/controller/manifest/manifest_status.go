@@ -181,7 +181,7 @@ func signatureInvalid(err error, intervals requeue.Intervals) (o reconciler.Outc
 // links and charts and goes to events.
 func contentCause(err error) string {
 	var registryErr *ociartifact.RegistryError
-	var renderTimeout *render.RenderTimeoutError
+	var refused *render.RefusedError
 	var part *content.PartError
 	switch {
 	case errors.As(err, &registryErr) && registryErr.StatusCode == http.StatusUnauthorized:
@@ -190,12 +190,10 @@ func contentCause(err error) string {
 		return fmt.Sprintf("the registry answered %d %s", registryErr.StatusCode, http.StatusText(registryErr.StatusCode))
 	case errors.Is(err, ociartifact.ErrTooLarge):
 		return "the content is larger than the size limit (--content-max-bytes)"
-	case errors.Is(err, render.ErrOutputTooLarge):
-		return "the rendered chart is larger than the limit (--helm-max-output-bytes)"
-	case errors.As(err, &renderTimeout) && renderTimeout.Remembered:
-		return "rendering the Helm chart did not finish within the render deadline before (--helm-render-deadline); it is not rendered again until the chart or its values change"
-	case errors.As(err, &renderTimeout):
-		return "rendering the Helm chart did not finish within the render deadline (--helm-render-deadline); a template that loops?"
+	case errors.As(err, &refused):
+		return renderRefusedCause(refused)
+	case errors.Is(err, render.ErrNoRenderProcess):
+		return "the operator's binary cannot start Helm render processes (render.ServeIfRenderProcess is not called)"
 	case errors.As(err, &part) && part.Stage == content.StageRender:
 		return "the " + part.Part + " part does not render into Kubernetes objects (YAML that does not parse, an object without apiVersion, kind or name, or a chart that fails)"
 	case errors.As(err, &part):

@@ -96,9 +96,20 @@ func TestConditionMessagesCarryNoErrorText(t *testing.T) {
 		{"content: registry error", contentFailed, func(int) error { return registryErr(http.StatusInternalServerError) }, "the registry answered 500 Internal Server Error"},
 		{"content: credentials", contentFailed, func(int) error { return registryErr(http.StatusUnauthorized) }, "--registry-credentials-secret"},
 		{"content: too large", contentFailed, func(i int) error { return fmt.Errorf("%w: %d bytes", ociartifact.ErrTooLarge, i) }, "larger than the size limit"},
-		{"content: chart loops", contentFailed, func(i int) error {
-			return fmt.Errorf("chart x: %w", &render.RenderTimeoutError{Deadline: time.Duration(i) * time.Second})
-		}, "did not finish within the render deadline (--helm-render-deadline)"},
+		{"content: chart loops, then is refused", contentFailed, func(i int) error {
+			return fmt.Errorf("chart x: %w", &render.RefusedError{Refusal: v1beta2.RenderRefusal{
+				Digest: fmt.Sprintf("sha256:%064d", i), Reason: v1beta2.RenderRefusalDeadline, Limit: fmt.Sprintf("%ds", i)}})
+		}, "rendering the Helm chart was stopped at the render deadline (--helm-render-deadline)"},
+		{"content: chart refused as it looped before", contentFailed, func(i int) error {
+			return fmt.Errorf("chart x: %w", &render.RefusedError{Refusal: v1beta2.RenderRefusal{
+				Digest: fmt.Sprintf("sha256:%064d", i), Reason: v1beta2.RenderRefusalDeadline, Limit: fmt.Sprintf("%ds", i)}, Before: true})
+		}, "refused without rendering: a render of the same chart and values was stopped at the render deadline (--helm-render-deadline) before"},
+		{"content: chart needs too much memory", contentFailed, func(i int) error {
+			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalMemory, Limit: fmt.Sprintf("%dMi", i)}}
+		}, "stopped at the render memory limit (--helm-max-render-memory-bytes)"},
+		{"content: chart renders too much", contentFailed, func(i int) error {
+			return &render.RefusedError{Refusal: v1beta2.RenderRefusal{Reason: v1beta2.RenderRefusalOutput, Limit: fmt.Sprintf("%dMi", i)}}
+		}, "stopped at the rendered output limit (--helm-max-output-bytes)"},
 		{"content: render", contentFailed, func(i int) error { return fmt.Errorf("chart %q: line %d: boom", "x", i) }, "cannot be fetched or rendered: failed"},
 		{"apply", func(err error) reconciler.Outcome {
 			return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying", err), err)
@@ -111,7 +122,7 @@ func TestConditionMessagesCarryNoErrorText(t *testing.T) {
 			first, second := tt.outcome(tt.err(1)), tt.outcome(tt.err(2))
 			g.Expect(first.Message).To(Equal(second.Message), "stable across attempts")
 			g.Expect(first.Message).To(ContainSubstring(tt.want))
-			for _, raw := range []string{"10.0.0.1", "127.0.0.1", "secret-host", "line 1", "patch 1"} {
+			for _, raw := range []string{"10.0.0.1", "127.0.0.1", "secret-host", "line 1", "patch 1", "sha256:", "1s", "1Mi"} {
 				g.Expect(first.Message).NotTo(ContainSubstring(raw))
 			}
 			g.Expect(first.Err).To(MatchError(tt.err(1).Error()), "the raw error goes to events")
