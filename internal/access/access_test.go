@@ -68,15 +68,15 @@ type module struct {
 
 func newModule(t *testing.T, name string, declared v1beta2.ModuleRBAC) module {
 	t.Helper()
-	syncNamespace := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
-	if len(syncNamespace) > 50 {
-		syncNamespace = syncNamespace[:50]
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: syncNamespace}}
-	if err := admin.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	// A namespace of this run's own: a rerun (-count) must not find the
+	// objects an earlier run left, which are not the new module's.
+	prefix := strings.ToLower(strings.ReplaceAll(t.Name(), "_", "-"))
+	prefix = strings.TrimRight(prefix[:min(len(prefix), 44)], "-") + "-"
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := admin.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return module{id: access.Identity{Kyma: "kyma-" + name, Module: name, Namespace: syncNamespace}, declared: declared}
+	return module{id: access.Identity{Kyma: "kyma-" + name, Module: name, Namespace: ns.Name}, declared: declared}
 }
 
 // apply applies content as the module's identity, the way the Manifest
@@ -203,6 +203,16 @@ kind: Cart
 metadata: {name: default, namespace: %[1]s}
 spec: {items: 0}
 `, m.id.Namespace)
+	// The CRD is cluster-wide: a rerun (-count) must find it gone, not
+	// left over and someone else's.
+	t.Cleanup(func() {
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "carts.shop.example.com"}}
+		g := NewWithT(t)
+		g.Expect(client.IgnoreNotFound(admin.Delete(context.Background(), crd))).To(Succeed())
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(admin.Get(context.Background(), client.ObjectKeyFromObject(crd), crd))
+		}, time.Minute, 100*time.Millisecond).Should(BeTrue(), "the test's CRD is deleted")
+	})
 	result, err := m.apply(ctx, content, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Inventory).To(HaveLen(8))

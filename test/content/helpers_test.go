@@ -93,8 +93,14 @@ func publishModule(t *testing.T, module string, links map[string]string) {
 	ctx := context.Background()
 	v := samplemodules.Version{Module: module, Version: "1.0.0"}
 	g := NewWithT(t)
-	g.Expect(env.kcpClient.Create(ctx, v.Template(kcpNamespace, links))).To(Succeed())
-	g.Expect(env.kcpClient.Create(ctx, samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"}))).To(Succeed())
+	template := v.Template(kcpNamespace, links)
+	meta := samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"})
+	for _, obj := range []client.Object{template, meta} {
+		g.Expect(env.kcpClient.Create(ctx, obj)).To(Succeed())
+		// Gone after the test's Kyma (cleanups run last first), so that a
+		// rerun (-count) publishes the module anew.
+		t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), obj) })
+	}
 }
 
 // manifest returns the Manifest of a Kyma's module.
