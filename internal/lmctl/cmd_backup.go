@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	lmbackup "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
 )
@@ -42,6 +43,10 @@ func (f *backupFlags) bind(fs *pflag.FlagSet) {
 }
 
 func (f *backupFlags) options(kyma string) (lmbackup.Options, error) {
+	insecure, err := registryHosts(f.insecure)
+	if err != nil {
+		return lmbackup.Options{}, err
+	}
 	c, err := f.kube.client()
 	if err != nil {
 		return lmbackup.Options{}, err
@@ -49,7 +54,7 @@ func (f *backupFlags) options(kyma string) (lmbackup.Options, error) {
 	return lmbackup.Options{
 		KCP: c, Namespace: f.kube.namespace, Kyma: kyma,
 		Repository: f.repository, KeySecret: f.keySecret,
-		Store: backup.StoreOptions{InsecureRegistries: f.insecure},
+		Store: backup.StoreOptions{InsecureRegistries: insecure},
 	}, nil
 }
 
@@ -137,4 +142,19 @@ before the Kyma was created. A key that does not match changes nothing.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "Longest wait for the operator to create the runtime's Kyma and install the modules' CRDs.")
 	cmd.Flags().VarP(&format, "output", "o", "Output format: table (with progress), json or yaml.")
 	return cmd
+}
+
+// registryHosts reads --insecure-registries entries as the operator does
+// (fetch.ParseRegistryHost): trimmed and lower-cased, so that " localhost:5000"
+// after a comma and a space still matches; a malformed entry is an error.
+func registryHosts(entries []string) ([]string, error) {
+	hosts := make([]string, 0, len(entries))
+	for i, entry := range entries {
+		host, err := fetch.ParseRegistryHost(entry)
+		if err != nil {
+			return nil, fmt.Errorf("--insecure-registries entry %d: %w", i+1, err)
+		}
+		hosts = append(hosts, host)
+	}
+	return hosts, nil
 }

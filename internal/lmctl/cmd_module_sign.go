@@ -2,6 +2,7 @@ package lmctl
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -10,6 +11,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
@@ -28,8 +30,13 @@ func (f *registryFlags) options(ref string) []ociartifact.Option {
 	opts := []ociartifact.Option{ociartifact.WithKeychain(authn.DefaultKeychain)}
 	host, _, _ := strings.Cut(strings.TrimPrefix(ref, "oci://"), "/")
 	for _, h := range f.insecure {
-		if strings.EqualFold(strings.TrimSpace(h), host) {
+		// Read as the operator reads them; a malformed entry matches nothing.
+		// A host listed alone covers all its ports.
+		listed, err := fetch.ParseRegistryHost(h)
+		name, _, splitErr := net.SplitHostPort(strings.ToLower(host))
+		if err == nil && (listed == strings.ToLower(host) || (splitErr == nil && listed == name)) {
 			opts = append(opts, ociartifact.Insecure())
+			break
 		}
 	}
 	return opts
