@@ -200,10 +200,9 @@ func (e *ConflictError) Error() string {
 		}
 		named = append(named, fmt.Sprintf("%s (%s)", c.Object, c.Holder))
 	}
-	return fmt.Sprintf("%d objects of the module are not its own to write: %s. Nothing was applied and the module's identity was granted nothing for them. "+
-		"A module never takes over an object it did not create: "+
-		"remove or rename the object in the runtime or in the module, or, for an object of the runtime owner, "+
-		"adopt it with consent from both sides: the annotation %s: \"true\" on it in the module's content, and %s: <module> on the object in the runtime",
+	return fmt.Sprintf("%d objects of the module are not its own to write: %s. Nothing was applied, and nothing was granted for them. "+
+		"Rename or remove each in the runtime or in the module; a runtime owner's object is adopted only with %s: \"true\" on it in the module's content "+
+		"and %s: <module> on it in the runtime",
 		len(conflicts), strings.Join(named, ", "), v1beta2.AdoptAnnotation, v1beta2.AdoptableByAnnotation)
 }
 
