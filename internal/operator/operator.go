@@ -318,7 +318,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 
 		ReconcileTimeout: opts.ReconcileTimeout,
 		ProgressInterval: opts.KymaProgressInterval,
-		Rollouts:         !opts.Shard.Enabled(),
+		// Every shard holds modules under a ModuleRollout until the
+		// rollout's plan lets their Kyma move: with no planner running,
+		// a rollout holds (fails closed) rather than moving the fleet at once.
+		Rollouts: true,
 		Maintenance:      opts.MaintenanceWindows,
 		Clock:            opts.Clock,
 
@@ -354,15 +357,21 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 	}); err != nil {
 		return fmt.Errorf("setting up the Manifest controller: %w", err)
 	}
-	if !opts.Shard.Enabled() {
-		// A rollout counts its module's whole fleet; a shard sees only its
-		// part of it, so sharded operators leave rollouts alone (and the
-		// Kyma controller does not hold modules for them).
-		if err := (&rollout.Reconciler{
-			Client:    mgr.GetClient(),
-			Namespace: opts.Namespace,
-			Clock:     opts.Clock,
-		}).SetupWithManager(mgr); err != nil {
+	if opts.Shard.Plans() {
+		// One planner for the whole fleet: the only process, or the leader
+		// of shard 0, which reads every shard's Kymas and Manifests through
+		// a cache of its own (a shard's cache sees its part of the fleet
+		// only). It writes nothing but the rollouts' status; each shard's
+		// Kyma controller obeys it.
+		planner := &rollout.Reconciler{Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock}
+		var fleet cache.Cache
+		if opts.Shard.Enabled() {
+			var err error
+			if fleet, err = rollout.NewFleetCache(ctx, mgr, opts.Namespace); err != nil {
+				return fmt.Errorf("setting up the rollout planner's cache: %w", err)
+			}
+		}
+		if err := planner.SetupWithManager(mgr, fleet); err != nil {
 			return fmt.Errorf("setting up the rollout controller: %w", err)
 		}
 	}

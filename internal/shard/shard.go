@@ -41,6 +41,11 @@ func (s Shard) Validate() error {
 // Enabled says whether the fleet is split at all.
 func (s Shard) Enabled() bool { return s.Count > 1 }
 
+// Plans tells whether this process plans the fleet's rollouts: an
+// unsharded one, or shard 0 (its leader, as every controller). One
+// planner sees the whole fleet; every shard obeys its plan.
+func (s Shard) Plans() bool { return !s.Enabled() || s.ID == 0 }
+
 // Of is the shard a Kyma of this name belongs to among count: FNV-1a of the
 // name, so that every process, of any version, agrees without talking.
 func Of(kymaName string, count int) int {

@@ -84,7 +84,13 @@ func (r *Reconciler) prepare(ctx context.Context, mgr ctrl.Manager, namespace st
 	}
 	r.progress = newProgressWrites(r.ProgressInterval)
 	r.runtimeSide = newRuntimeSide(mgr.GetClient())
-	return mgr.GetFieldIndexer().IndexField(ctx, &v1beta2.Kyma{}, ModuleIndex, indexModuleNames)
+	return IndexModules(ctx, mgr.GetFieldIndexer())
+}
+
+// IndexModules registers ModuleIndex with an indexer: the manager's cache,
+// or another cache of Kymas (the rollout planner's, internal/controller/rollout).
+func IndexModules(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &v1beta2.Kyma{}, ModuleIndex, indexModuleNames)
 }
 
 func indexModuleNames(obj client.Object) []string {

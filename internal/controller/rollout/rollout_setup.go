@@ -6,13 +6,16 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -20,20 +23,50 @@ import (
 // it watches changes (a soak ending is scheduled exactly).
 const DefaultPoll = 30 * time.Second
 
+// NewFleetCache is a cache of every Kyma and Manifest in namespace, with the
+// Kyma controller's index of Kymas by module, for a planner in a sharded
+// operator: the manager's own cache holds its shard's part of the fleet
+// only. It is started with mgr.
+func NewFleetCache(ctx context.Context, mgr ctrl.Manager, namespace string) (cache.Cache, error) {
+	fleet, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := kyma.IndexModules(ctx, fleet); err != nil {
+		return nil, err
+	}
+	return fleet, mgr.Add(fleet)
+}
+
 // SetupWithManager registers the controller. It must come after the Kyma
-// controller, whose index of Kymas by module it reads.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// controller, whose index of Kymas by module it reads. fleet, when not nil,
+// is where it reads Kymas and Manifests (NewFleetCache); else the manager's
+// cache.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, fleet cache.Cache) error {
 	if r.Poll <= 0 {
 		r.Poll = DefaultPoll
+	}
+	manifests := source.Kind[client.Object](mgr.GetCache(), &v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfManifest))
+	if fleet != nil {
+		c, err := client.New(mgr.GetConfig(), client.Options{
+			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Cache: &client.CacheOptions{Reader: fleet},
+		})
+		if err != nil {
+			return err
+		}
+		r.Client = c
+		manifests = source.Kind[client.Object](fleet, &v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfManifest))
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("rollout").
 		For(&v1beta2.ModuleRollout{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Manifest of the module that changes (Ready, Error, a new
 		// version) can end a wave or a halt.
-		Watches(&v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return r.rolloutsOf(ctx, obj.GetLabels()[v1beta2.ModuleNameLabel])
-		})).
+		WatchesRawSource(manifests).
 		Watches(&v1beta2.ModuleReleaseMeta{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			meta, _ := obj.(*v1beta2.ModuleReleaseMeta)
 			if meta == nil {
@@ -51,6 +84,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// One rollout at a time: each reads its module's whole fleet.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Complete(r)
+}
+
+func (r *Reconciler) rolloutsOfManifest(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.rolloutsOf(ctx, obj.GetLabels()[v1beta2.ModuleNameLabel])
 }
 
 // rolloutsOf lists the rollouts of a module.
