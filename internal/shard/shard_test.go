@@ -132,3 +132,21 @@ func kymaMetadata(name string) *metav1.PartialObjectMetadata {
 	m.SetGroupVersionKind(v1beta2.GroupVersion.WithKind("Kyma"))
 	return m
 }
+
+// One process plans the fleet's rollouts: the unsharded one, or shard 0.
+func TestPlans(t *testing.T) {
+	for _, tc := range []struct {
+		shard Shard
+		want  bool
+	}{
+		{Shard{}, true},
+		{Shard{Count: 1}, true},
+		{Shard{Count: 3, ID: 0}, true},
+		{Shard{Count: 3, ID: 1}, false},
+		{Shard{Count: 3, ID: 2}, false},
+	} {
+		if got := tc.shard.Plans(); got != tc.want {
+			t.Errorf("%+v.Plans() = %v, want %v", tc.shard, got, tc.want)
+		}
+	}
+}
