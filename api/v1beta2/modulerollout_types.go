@@ -74,6 +74,14 @@ type ModuleRolloutSpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9][0-9]?%$|^100%$')",message="maxFailures is a count of at least 0 or a percentage from 0% to 100%"
 	MaxFailures intstr.IntOrString `json:"maxFailures,omitempty"`
 
+	// ProgressDeadline is how long the runtimes of a wave have, from the
+	// wave's start, to be Ready at the new version. One that is not (it
+	// stays Processing, Warning or Error) counts as failed from then on,
+	// which halts the rollout when more than maxFailures have. Zero (the
+	// default) waits without end.
+	// +optional
+	ProgressDeadline metav1.Duration `json:"progressDeadline,omitempty"`
+
 	// Paused stops the rollout between waves: the wave in flight finishes,
 	// no new one starts until paused is false again.
 	// +optional

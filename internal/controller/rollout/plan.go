@@ -64,6 +64,7 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 	}
 
 	count := classify(next.ToVersion, next.InFlight, runtimes)
+	deadlineIn := count.pastDeadline(spec.ProgressDeadline.Duration, next.WaveStartedAt, now)
 	next.Total = int32(len(runtimes))
 	next.Done = int32(len(count.done))
 	next.FailedCount = int32(len(count.failed))
@@ -89,11 +90,15 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 		next.Phase = v1beta2.RolloutHalted
 		next.HaltReason = fmt.Sprintf("%d of %d runtimes failed at %s, more than maxFailures allows (%d): %s",
 			len(count.failed), len(runtimes), next.ToVersion, allowed, strings.Join(next.Failed, ", "))
+		if len(count.late) > 0 {
+			next.HaltReason += fmt.Sprintf("; %s did not become Ready within progressDeadline (%s)",
+				strings.Join(count.late[:min(len(count.late), maxNamedFailures)], ", "), spec.ProgressDeadline.Duration)
+		}
 		return next, 0, nil
 	}
 	if len(count.inFlight) > 0 {
 		next.Phase = phaseUnlessPaused(spec)
-		return next, 0, nil
+		return next, deadlineIn, nil
 	}
 	if len(count.pending) == 0 {
 		if next.Phase != v1beta2.RolloutCompleted {
@@ -148,6 +153,25 @@ func phaseUnlessPaused(spec v1beta2.ModuleRolloutSpec) v1beta2.RolloutPhase {
 type classified struct {
 	done, inFlight, failed []string
 	pending                []Runtime
+	// late are the runtimes in flight past the wave's progress deadline;
+	// they are among failed.
+	late []string
+}
+
+// pastDeadline counts the runtimes in flight as failed (late) once the
+// wave started more than deadline ago, and otherwise says how long until
+// it ends (zero: no deadline, or none in flight).
+func (c *classified) pastDeadline(deadline time.Duration, waveStarted *metav1.Time, now time.Time) time.Duration {
+	if deadline <= 0 || waveStarted == nil || len(c.inFlight) == 0 {
+		return 0
+	}
+	if left := waveStarted.Add(deadline).Sub(now); left > 0 {
+		return left
+	}
+	c.late, c.inFlight = c.inFlight, nil
+	c.failed = append(c.failed, c.late...)
+	slices.Sort(c.failed)
+	return 0
 }
 
 // classify sorts the runtimes by where they stand towards version: done

@@ -253,3 +253,51 @@ func TestPlanSoakSurvivesTheStatusRoundTrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(soaked.Wave).To(Equal(status.Wave+1), "the next wave starts when the soak ended")
 }
+
+// A runtime of a wave that is not Ready within progressDeadline (here it
+// stays Warning) counts as failed and halts the rollout (maxFailures 0);
+// without a deadline it would keep the rollout Progressing for ever. Once
+// it is Ready, the rollout goes on.
+func TestPlanCountsARuntimePastItsProgressDeadlineAsFailed(t *testing.T) {
+	g := NewWithT(t)
+	spec := policy()
+	spec.Canary = nil
+	spec.MaxInFlight = intstr.FromInt32(2)
+	spec.SoakTime = metav1.Duration{}
+	spec.ProgressDeadline = metav1.Duration{Duration: 10 * time.Minute}
+	f := newFleet(4)
+	start := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	status, _, _ := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, start)
+	status, _, err := Plan(spec, status, v2, f.runtimes, start)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.InFlight).To(HaveLen(2))
+	ready, late := status.InFlight[0], status.InFlight[1]
+	f.move([]string{ready}, v1beta2.StateReady)
+	f.move([]string{late}, v1beta2.StateWarning)
+
+	status, after, err := Plan(spec, status, v2, f.runtimes, start.Add(4*time.Minute))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing))
+	g.Expect(status.InFlight).To(ConsistOf(late))
+	g.Expect(after).To(Equal(6*time.Minute), "looked at again when the deadline ends")
+
+	noDeadline := spec
+	noDeadline.ProgressDeadline = metav1.Duration{}
+	waiting, _, err := Plan(noDeadline, status, v2, f.runtimes, start.Add(100*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waiting.Phase).To(Equal(v1beta2.RolloutProgressing), "without a deadline a Warning runtime is waited for without end")
+
+	status, _, err = Plan(spec, status, v2, f.runtimes, start.Add(10*time.Minute))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
+	g.Expect(status.Failed).To(ConsistOf(late))
+	g.Expect(status.InFlight).To(BeEmpty())
+	g.Expect(status.HaltReason).To(ContainSubstring(late + " did not become Ready within progressDeadline (10m0s)"))
+	g.Expect(f.at("2.0.0")).To(HaveLen(2), "no further wave")
+
+	f.move([]string{late}, v1beta2.StateReady)
+	status, _, err = Plan(spec, status, v2, f.runtimes, start.Add(11*time.Minute))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a late runtime that is Ready is done")
+	g.Expect(status.InFlight).To(HaveLen(2), "the next wave")
+}
