@@ -97,8 +97,16 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 		return next, 0, nil
 	}
 	if len(count.inFlight) > 0 {
+		// Not Ready, or Ready again only after a while: a soak counts
+		// from when the whole wave is Ready.
+		next.WaveReadyAt = nil
 		next.Phase = phaseUnlessPaused(spec)
 		return next, deadlineIn, nil
+	}
+	if next.WaveReadyAt != nil && healthChanged(last.Failed, count.failed) {
+		// A runtime failed (within maxFailures) or recovered during the
+		// soak: the wave has not been steady for soakTime; soak again.
+		next.WaveReadyAt = &metav1.MicroTime{Time: now}
 	}
 	if len(count.pending) == 0 {
 		if next.Phase != v1beta2.RolloutCompleted {
@@ -148,6 +156,13 @@ func phaseUnlessPaused(spec v1beta2.ModuleRolloutSpec) v1beta2.RolloutPhase {
 		return v1beta2.RolloutPaused
 	}
 	return v1beta2.RolloutProgressing
+}
+
+// healthChanged tells whether the failed runtimes differ from those the
+// last status named: one failed, or one recovered.
+func healthChanged(lastFailed, failed []string) bool {
+	named := failed[:min(len(failed), maxNamedFailures)]
+	return !slices.Equal(lastFailed, named)
 }
 
 type classified struct {

@@ -301,3 +301,50 @@ func TestPlanCountsARuntimePastItsProgressDeadlineAsFailed(t *testing.T) {
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a late runtime that is Ready is done")
 	g.Expect(status.InFlight).To(HaveLen(2), "the next wave")
 }
+
+// A runtime of the wave that fails during the soak (within maxFailures),
+// recovers, or is not Ready for a while, starts the soak again: the next
+// wave waits until the wave has been steady for soakTime.
+func TestPlanSoakRestartsWhenTheWaveChangesDuringIt(t *testing.T) {
+	g := NewWithT(t)
+	spec := policy()
+	spec.MaxFailures = intstr.FromInt32(1)
+	f := newFleet(20, 3, 7)
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	var lastStatus v1beta2.ModuleRolloutStatus
+	plan := func(at time.Duration) v1beta2.ModuleRolloutStatus {
+		t.Helper()
+		status, _, err := Plan(spec, lastStatus, v2, f.runtimes, t0.Add(at))
+		g.Expect(err).NotTo(HaveOccurred())
+		lastStatus = status
+		return status
+	}
+	lastStatus, _, _ = Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, t0)
+	g.Expect(plan(0).InFlight).To(ConsistOf("kyma-03", "kyma-07"))
+	f.move([]string{"kyma-03", "kyma-07"}, v1beta2.StateReady)
+	g.Expect(plan(0).WaveReadyAt.Time).To(Equal(t0), "soaking from now")
+
+	setState(f, "kyma-07", v1beta2.StateError)
+	status := plan(50 * time.Second)
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "one failure is within maxFailures")
+	g.Expect(status.WaveReadyAt.Time).To(Equal(t0.Add(50*time.Second)), "the soak starts again")
+	g.Expect(plan(70 * time.Second).InFlight).To(BeEmpty(), "the first soak would have ended; the new one has not")
+
+	setState(f, "kyma-07", v1beta2.StateReady)
+	g.Expect(plan(80 * time.Second).WaveReadyAt.Time).To(Equal(t0.Add(80*time.Second)), "recovered: soak again from now")
+
+	setState(f, "kyma-03", v1beta2.StateProcessing)
+	g.Expect(plan(100 * time.Second).WaveReadyAt).To(BeNil(), "not Ready: no soak")
+	setState(f, "kyma-03", v1beta2.StateReady)
+	g.Expect(plan(110 * time.Second).WaveReadyAt.Time).To(Equal(t0.Add(110*time.Second)))
+	g.Expect(plan(169 * time.Second).InFlight).To(BeEmpty())
+	g.Expect(plan(170 * time.Second).InFlight).To(HaveLen(5), "steady for a minute: the next wave")
+}
+
+func setState(f *fleet, kyma string, state v1beta2.State) {
+	for i := range f.runtimes {
+		if f.runtimes[i].Kyma == kyma {
+			f.runtimes[i].State = state
+		}
+	}
+}
