@@ -74,6 +74,20 @@ type ModuleRolloutSpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9][0-9]?%$|^100%$')",message="maxFailures is a count of at least 0 or a percentage from 0% to 100%"
 	MaxFailures intstr.IntOrString `json:"maxFailures,omitempty"`
 
+	// AutoResume lets a halted rollout go on by itself once its failed
+	// runtimes recover. Without it (the default) a halt holds until
+	// someone resumes it (resume).
+	// +optional
+	AutoResume bool `json:"autoResume,omitempty"`
+
+	// Resume resumes a halted rollout when set to a value it did not have
+	// before: say who resumes and why ("alice: canary fixed by hand").
+	// The status records it (resumedBy, resumedAt). `lmctl rollout resume`
+	// sets it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Resume string `json:"resume,omitempty"`
+
 	// ProgressDeadline is how long the runtimes of a wave have, from the
 	// wave's start, to be Ready at the new version. One that is not (it
 	// stays Processing, Warning or Error) counts as failed from then on,
@@ -170,6 +184,13 @@ type ModuleRolloutStatus struct {
 	// HaltReason says why the rollout halted.
 	// +optional
 	HaltReason string `json:"haltReason,omitempty"`
+
+	// ResumedBy is the last spec.resume acted on, and ResumedAt when: who
+	// or what resumed the rollout last ("auto" when spec.autoResume did).
+	// +optional
+	ResumedBy string `json:"resumedBy,omitempty"`
+	// +optional
+	ResumedAt *metav1.Time `json:"resumedAt,omitempty"`
 
 	// StartedAt is when the channel moved; WaveStartedAt when the current
 	// wave started; WaveReadyAt when all of it was Ready (its soak began);

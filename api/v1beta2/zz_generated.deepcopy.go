@@ -759,6 +759,10 @@ func (in *ModuleRolloutStatus) DeepCopyInto(out *ModuleRolloutStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.ResumedAt != nil {
+		in, out := &in.ResumedAt, &out.ResumedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.StartedAt != nil {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()

@@ -1,9 +1,12 @@
 package lmctl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,8 +73,9 @@ func newRolloutPauseCommand(pause bool) *cobra.Command {
 	var kube kubeFlags
 	use, short, done := "pause NAME", "Stop a rollout before its next wave (the wave in flight finishes)", "paused"
 	if !pause {
-		use, short, done = "resume NAME", "Let a paused rollout go on with its next wave", "resumed"
+		use, short, done = "resume NAME", "Let a paused or halted rollout go on with its next wave; the rollout's status records who resumed it", "resumed"
 	}
+	var reason string
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -81,7 +85,12 @@ func newRolloutPauseCommand(pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := rollout.SetPaused(cmd.Context(), c, kube.namespace, args[0], pause); err != nil {
+			if pause {
+				err = rollout.SetPaused(cmd.Context(), c, kube.namespace, args[0], true)
+			} else {
+				err = rollout.Resume(cmd.Context(), c, kube.namespace, args[0], resumedBy(reason, time.Now()))
+			}
+			if err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ModuleRollout %s %s\n", args[0], done)
@@ -89,7 +98,24 @@ func newRolloutPauseCommand(pause bool) *cobra.Command {
 		},
 	}
 	kube.bind(cmd.Flags())
+	if !pause {
+		cmd.Flags().StringVar(&reason, "reason", "", "Why the rollout may go on (recorded in its status with who resumed it).")
+	}
 	return cmd
+}
+
+// resumedBy says who resumes a rollout, when and why: the local user
+// (lmctl has no better name for them), the time, and the reason given.
+func resumedBy(reason string, now time.Time) string {
+	who := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	by := fmt.Sprintf("%s at %s (lmctl rollout resume)", cmp.Or(who, "unknown"), now.UTC().Format(time.RFC3339))
+	if reason != "" {
+		by += ": " + reason
+	}
+	return by[:min(len(by), 256)]
 }
 
 type rolloutPrinter struct {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	lmrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 )
 
@@ -228,7 +229,8 @@ func TestFleetMovesInWaves(t *testing.T) {
 }
 
 // A canary that fails halts the rollout: no other runtime is asked for the
-// new version, and the rollout names the failing runtime. Here a runtime
+// new version, and the rollout names the failing runtime. The halt holds
+// after the canaries recover, until it is resumed. Here a runtime
 // owner's ConfigMap stands where 2.0.0 wants its own in one canary's
 // namespace, which the module never takes over.
 func TestFailingCanaryHaltsTheRollout(t *testing.T) {
@@ -269,6 +271,29 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 		Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(name, module)}, m)).To(Succeed())
 		Expect(m.Spec.Version).To(Equal("1.0.0"), name)
 	}
+
+	// The canaries recover (their owners' ConfigMaps go): the halt holds
+	// until someone resumes it, and the status says who did.
+	for _, canary := range []string{names[2], names[5]} {
+		Expect(env.rtClient.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pantry-extra", Namespace: canary}})).To(Succeed())
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Failed).To(BeEmpty(), "the canaries recovered")
+		g.Expect(ro.Status.Done).To(Equal(int32(2)))
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutHalted), "a halt is sticky")
+	}, timeout, interval).Should(Succeed())
+	asked, _ := tr.order()
+	Expect(asked).To(ConsistOf(names[2], names[5]), "nobody else moved while halted")
+
+	Expect(lmrollout.Resume(context.Background(), env.kcpClient, kcpNamespace, ro.Name, "test: the owners' ConfigMaps are gone")).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutCompleted))
+		g.Expect(ro.Status.ResumedBy).To(Equal("test: the owners' ConfigMaps are gone"))
+		g.Expect(ro.Status.ResumedAt).NotTo(BeNil())
+	}, timeout, interval).Should(Succeed())
+	eventuallyAt(names, module, "2.0.0")
 }
 
 // Pausing holds the next wave; resuming continues with it.

@@ -60,7 +60,17 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 		next = v1beta2.ModuleRolloutStatus{
 			FromVersion: next.ToVersion, ToVersion: channel.Version, Template: channel.Template,
 			Wave: -1, Phase: v1beta2.RolloutProgressing, StartedAt: &metav1.Time{Time: now},
+			// The last resume acted on stays: it must not resume a halt of
+			// the new version.
+			ResumedBy: last.ResumedBy, ResumedAt: last.ResumedAt,
 		}
+	}
+	// A resume is acted on once, whatever the phase, so that a value set
+	// while the rollout runs cannot resume a later halt.
+	resumed := false
+	if spec.Resume != "" && spec.Resume != last.ResumedBy {
+		resumed = last.Phase == v1beta2.RolloutHalted && next.ToVersion == last.ToVersion
+		next.ResumedBy, next.ResumedAt = spec.Resume, &metav1.Time{Time: now}
 	}
 
 	count := classify(next.ToVersion, next.InFlight, runtimes)
@@ -94,6 +104,13 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 			next.HaltReason += fmt.Sprintf("; %s did not become Ready within progressDeadline (%s)",
 				strings.Join(count.late[:min(len(count.late), maxNamedFailures)], ", "), spec.ProgressDeadline.Duration)
 		}
+		return next, 0, nil
+	}
+	if last.Phase == v1beta2.RolloutHalted && next.ToVersion == last.ToVersion && !resumed && !spec.AutoResume {
+		// Halts are sticky: the failed runtimes recovering is no reason to
+		// go on by itself; someone resumes (spec.resume), or opts into
+		// autoResume. The counts stay current, the reason is the halt's.
+		next.Phase, next.HaltReason = v1beta2.RolloutHalted, last.HaltReason
 		return next, 0, nil
 	}
 	if len(count.inFlight) > 0 {

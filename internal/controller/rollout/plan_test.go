@@ -140,9 +140,39 @@ func TestPlanHaltsOnAFailingCanary(t *testing.T) {
 	g.Expect(f.at("2.0.0")).To(ConsistOf("kyma-03", "kyma-07"), "no other runtime is upgraded")
 
 	f.move([]string{"kyma-07"}, v1beta2.StateReady)
-	status, _, err = Plan(policy(), status, v2, f.runtimes, now.Add(2*time.Hour))
+	halted := status
+	status, _, err = Plan(policy(), halted, v2, f.runtimes, now.Add(2*time.Hour))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a recovered fleet goes on")
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted), "a halt holds after the fleet recovered, until someone resumes it")
+	g.Expect(status.HaltReason).To(ContainSubstring("kyma-07"), "and still says why it halted")
+	g.Expect(status.Failed).To(BeEmpty(), "the counts are current")
+	g.Expect(status.InFlight).To(BeEmpty())
+
+	auto := policy()
+	auto.AutoResume = true
+	resumedByItself, _, err := Plan(auto, halted, v2, f.runtimes, now.Add(2*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resumedByItself.Phase).To(Equal(v1beta2.RolloutProgressing), "autoResume: a recovered fleet goes on by itself")
+
+	resume := policy()
+	resume.Resume = "alice: kyma-07 fixed by hand"
+	status, _, err = Plan(resume, status, v2, f.runtimes, now.Add(3*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "resumed")
+	g.Expect(status.ResumedBy).To(Equal("alice: kyma-07 fixed by hand"))
+	g.Expect(status.ResumedAt.Time.Equal(now.Add(3 * time.Hour))).To(BeTrue())
+	status, _, err = Plan(resume, status, v2, f.runtimes, now.Add(3*time.Hour+time.Minute))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status.InFlight).NotTo(BeEmpty(), "the next wave, once the canaries soaked")
+
+	// A failure after the resume halts again, and the same resume does not
+	// lift it: it was acted on.
+	f.move(status.InFlight[:1], v1beta2.StateError)
+	for range 2 {
+		status, _, err = Plan(resume, status, v2, f.runtimes, now.Add(4*time.Hour))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
+	}
 }
 
 // paused holds the next wave and lets the one in flight finish; resuming
@@ -296,9 +326,11 @@ func TestPlanCountsARuntimePastItsProgressDeadlineAsFailed(t *testing.T) {
 	g.Expect(f.at("2.0.0")).To(HaveLen(2), "no further wave")
 
 	f.move([]string{late}, v1beta2.StateReady)
+	spec.Resume = "bob: " + late + " is Ready now"
 	status, _, err = Plan(spec, status, v2, f.runtimes, start.Add(11*time.Minute))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "a late runtime that is Ready is done")
+	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "resumed: a late runtime that is Ready is done")
+	g.Expect(status.Done).To(Equal(int32(2)))
 	g.Expect(status.InFlight).To(HaveLen(2), "the next wave")
 }
 

@@ -6,6 +6,7 @@ package rollout
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -38,6 +39,7 @@ type Rollout struct {
 	Failed      []string   `json:"failed,omitempty"`
 	FailedCount int32      `json:"failedCount"`
 	HaltReason  string     `json:"haltReason,omitempty"`
+	ResumedBy   string     `json:"resumedBy,omitempty"`
 	Message     string     `json:"message,omitempty"`
 	StartedAt   *time.Time `json:"startedAt,omitempty"`
 	CompletedAt *time.Time `json:"completedAt,omitempty"`
@@ -69,12 +71,26 @@ func Get(ctx context.Context, c client.Reader, namespace, name string) (Rollout,
 // SetPaused pauses or resumes a rollout: a merge patch of spec.paused
 // alone, which touches nothing else an SRE may be editing.
 func SetPaused(ctx context.Context, c client.Client, namespace, name string, paused bool) error {
+	return patchSpec(ctx, c, namespace, name, map[string]any{"paused": paused})
+}
+
+// Resume lets a paused rollout go on and lifts a halt: spec.paused false
+// and spec.resume set to by, who resumes and when (a halt lifts only for a
+// value the rollout has not acted on before).
+func Resume(ctx context.Context, c client.Client, namespace, name, by string) error {
+	return patchSpec(ctx, c, namespace, name, map[string]any{"paused": false, "resume": by})
+}
+
+func patchSpec(ctx context.Context, c client.Client, namespace, name string, spec map[string]any) error {
 	ro := &v1beta2.ModuleRollout{}
 	ro.SetNamespace(namespace)
 	ro.SetName(name)
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"paused":%t}}`, paused))
-	if err := c.Patch(ctx, ro, patch); err != nil {
-		return fmt.Errorf("setting spec.paused of ModuleRollout %s/%s: %w", namespace, name, err)
+	body, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("patching the spec of ModuleRollout %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }
@@ -85,6 +101,7 @@ func of(ro *v1beta2.ModuleRollout) Rollout {
 		Name: ro.Name, Module: ro.Spec.ModuleName, Channel: ro.Spec.Channel, Phase: string(s.Phase), Paused: ro.Spec.Paused,
 		From: s.FromVersion, To: s.ToVersion, Wave: s.Wave, Done: s.Done, Total: s.Total, Pending: s.Pending,
 		InFlight: s.InFlight, Failed: s.Failed, FailedCount: s.FailedCount, HaltReason: s.HaltReason,
+		ResumedBy: s.ResumedBy,
 	}
 	if c := meta.FindStatusCondition(s.Conditions, "Ready"); c != nil {
 		r.Message = c.Message
@@ -128,6 +145,9 @@ func WriteDetail(w io.Writer, r Rollout, now time.Time) error {
 	}
 	if len(r.Failed) > 0 {
 		fmt.Fprintf(w, "Failed:    %s\n", strings.Join(r.Failed, ", "))
+	}
+	if r.ResumedBy != "" {
+		fmt.Fprintf(w, "Resumed:   %s\n", r.ResumedBy)
 	}
 	if r.HaltReason != "" {
 		fmt.Fprintf(w, "Halted:    %s\n", r.HaltReason)
