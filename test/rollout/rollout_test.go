@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	lmrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	lmrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 )
 
 const (

@@ -360,17 +360,17 @@ func TestPlanSoakRestartsWhenTheWaveChangesDuringIt(t *testing.T) {
 	status := plan(50 * time.Second)
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutProgressing), "one failure is within maxFailures")
 	g.Expect(status.WaveReadyAt.Time).To(Equal(t0.Add(50*time.Second)), "the soak starts again")
-	g.Expect(plan(70 * time.Second).InFlight).To(BeEmpty(), "the first soak would have ended; the new one has not")
+	g.Expect(plan(70*time.Second).InFlight).To(BeEmpty(), "the first soak would have ended; the new one has not")
 
 	setState(f, "kyma-07", v1beta2.StateReady)
-	g.Expect(plan(80 * time.Second).WaveReadyAt.Time).To(Equal(t0.Add(80*time.Second)), "recovered: soak again from now")
+	g.Expect(plan(80*time.Second).WaveReadyAt.Time).To(Equal(t0.Add(80*time.Second)), "recovered: soak again from now")
 
 	setState(f, "kyma-03", v1beta2.StateProcessing)
-	g.Expect(plan(100 * time.Second).WaveReadyAt).To(BeNil(), "not Ready: no soak")
+	g.Expect(plan(100*time.Second).WaveReadyAt).To(BeNil(), "not Ready: no soak")
 	setState(f, "kyma-03", v1beta2.StateReady)
-	g.Expect(plan(110 * time.Second).WaveReadyAt.Time).To(Equal(t0.Add(110*time.Second)))
+	g.Expect(plan(110 * time.Second).WaveReadyAt.Time).To(Equal(t0.Add(110 * time.Second)))
 	g.Expect(plan(169 * time.Second).InFlight).To(BeEmpty())
-	g.Expect(plan(170 * time.Second).InFlight).To(HaveLen(5), "steady for a minute: the next wave")
+	g.Expect(plan(170*time.Second).InFlight).To(HaveLen(5), "steady for a minute: the next wave")
 }
 
 func setState(f *fleet, kyma string, state v1beta2.State) {
