@@ -139,7 +139,8 @@ func setChannel(t *testing.T, version string) {
 				channels = append(channels, c)
 			}
 		}
-		meta.Spec.Channels = append(channels, v1beta2.ChannelVersionAssignment{Channel: rolloutChannel, Version: version})
+		channels = append(channels, v1beta2.ChannelVersionAssignment{Channel: rolloutChannel, Version: version})
+		meta.Spec.Channels = channels
 		g.Expect(env.kcpClient.Update(ctx, meta)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	t.Cleanup(func() {
