@@ -79,7 +79,7 @@ func TestShardedRolloutHoldsWithoutItsPlannerAndMovesWithIt(t *testing.T) {
 		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutCompleted))
 		g.Expect(ro.Status.ToVersion).To(Equal("1.0.0"))
 		g.Expect(ro.Status.Total).To(Equal(int32(len(all))), "the planner counts the Kymas of both shards")
-	}, 2*timeout, interval).Should(Succeed(), "the planner's first plan (make test-stress once took longer than 2 minutes here)")
+	}, timeout, interval).Should(Succeed(), "the planner's first plan")
 
 	// No planner: shard 1 holds.
 	g.Expect(zero.cmd.Kill()).To(Succeed())

@@ -44,6 +44,18 @@ type Reconciler struct {
 	// Poll is how often a rollout in flight is looked at when nothing
 	// changes; Manifest changes requeue it at once.
 	Poll time.Duration
+	// Fleet reads the Kymas and Manifests of the whole fleet: in a sharded
+	// operator a cache of its own (NewFleetCache), since the manager's
+	// holds its shard's part only; nil means the Client.
+	Fleet client.Reader
+}
+
+// fleet is where the Kymas and Manifests are read.
+func (r *Reconciler) fleet() client.Reader {
+	if r.Fleet != nil {
+		return r.Fleet
+	}
+	return r.Client
 }
 
 // Reconcile runs the skeleton on the rollout: the plan, then its status.
@@ -157,7 +169,7 @@ func (r *Reconciler) channel(ctx context.Context, spec v1beta2.ModuleRolloutSpec
 // once; a rollout moves what is installed.
 func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpec) ([]Runtime, error) {
 	kymas := &v1beta2.KymaList{}
-	if err := r.List(ctx, kymas, client.InNamespace(r.Namespace), client.MatchingFields{kyma.ModuleIndex: spec.ModuleName}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.fleet().List(ctx, kymas, client.InNamespace(r.Namespace), client.MatchingFields{kyma.ModuleIndex: spec.ModuleName}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the Kymas of module %s: %w", spec.ModuleName, err)
 	}
 	var out []Runtime
@@ -168,7 +180,7 @@ func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpe
 		}
 		m := &v1beta2.Manifest{}
 		key := client.ObjectKey{Namespace: k.Namespace, Name: kyma.ManifestName(k.Name, spec.ModuleName)}
-		if err := r.Get(ctx, key, m, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.fleet().Get(ctx, key, m, client.UnsafeDisableDeepCopy); err != nil {
 			if client.IgnoreNotFound(err) == nil {
 				continue
 			}

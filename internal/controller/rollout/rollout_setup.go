@@ -51,14 +51,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, fleet cache.Cache) error
 	}
 	manifests := source.Kind[client.Object](mgr.GetCache(), &v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfManifest))
 	if fleet != nil {
-		c, err := client.New(mgr.GetConfig(), client.Options{
-			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			Cache: &client.CacheOptions{Reader: fleet},
-		})
-		if err != nil {
-			return err
-		}
-		r.Client = c
+		// Only the sharded kinds are read from the fleet's cache, and
+		// their events come from it too: a reader lagging behind the cache
+		// that sent the event would miss what the event was about (the
+		// rollout itself, read NotFound, and never looked at again).
+		r.Fleet = fleet
 		manifests = source.Kind[client.Object](fleet, &v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfManifest))
 	}
 	return ctrl.NewControllerManagedBy(mgr).
