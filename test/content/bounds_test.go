@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/peakrss"
+
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -143,7 +145,7 @@ func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
 		modules = append(modules, name)
 	}
 
-	before := resetPeakRSS(t)
+	before := peakrss.Reset(t)
 	kyma := newKyma(t, modules...)
 	for name := range charts {
 		msg := eventuallyError(t, kyma, name, "rendering the Helm chart was stopped: it needed more than 128Mi of memory (--helm-max-render-memory-bytes)")
@@ -154,7 +156,7 @@ func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))
 	}, timeout, interval).Should(Succeed())
-	after := peakRSS(t)
+	after := peakrss.Read(t)
 	t.Logf("Operator (test process) peak RSS while rendering %d charts that need gigabytes: %s before, %s after, growth %s",
 		len(charts), mib(uint64(before)), mib(uint64(after)), mib(uint64(max(after-before, 0))))
 	g.Expect(after-before).To(BeNumerically("<", 200<<20), "the operator's peak RSS grew by %s", mib(uint64(max(after-before, 0))))

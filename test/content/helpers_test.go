@@ -3,9 +3,7 @@ package content
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,34 +212,3 @@ func (s *memorySampler) Stop() (heap, sys uint64) {
 }
 
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-// resetPeakRSS sets this process's peak RSS (VmHWM) to its current RSS
-// (Linux: clear_refs 5) and returns it, so that a later peak measures only
-// what came after.
-func resetPeakRSS(t *testing.T) int64 {
-	t.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		t.Skipf("cannot reset the peak RSS (Linux only): %v", err)
-	}
-	return peakRSS(t)
-}
-
-// peakRSS is VmHWM from /proc/self/status, in bytes.
-func peakRSS(t *testing.T) int64 {
-	t.Helper()
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(status)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kib << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/self/status")
-	return 0
-}

@@ -1,15 +1,13 @@
 package render_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/peakrss"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
@@ -37,7 +35,7 @@ func TestRenderMemoryStaysInRenderProcess(t *testing.T) {
 	_, err := r.Render(ctx, packageChart(t, sampleChart()), render.HelmOptions{ReleaseName: "sample"}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	before := resetPeakRSS(t)
+	before := peakrss.Reset(t)
 	for name, archive := range charts {
 		_, err := r.Render(ctx, archive, render.HelmOptions{ReleaseName: "sample"}, nil)
 		g.Expect(err).To(MatchError(ContainSubstring("it needed more than 256Mi of memory (--helm-max-render-memory-bytes)")), name)
@@ -45,43 +43,10 @@ func TestRenderMemoryStaysInRenderProcess(t *testing.T) {
 		g.Expect(errors.As(err, &refused)).To(BeTrue())
 		g.Expect(refused.Refusal.Reason).To(Equal(v1beta2.RenderRefusalMemory))
 	}
-	after := peakRSS(t)
+	after := peakrss.Read(t)
 	t.Logf("Peak RSS of the test process (the operator) while rendering %d charts that need gigabytes: %s before, %s after, growth %s",
 		len(charts), mib(before), mib(after), mib(after-before))
 	g.Expect(after-before).To(BeNumerically("<", 200<<20), "peak RSS grew by %s", mib(after-before))
-}
-
-// resetPeakRSS sets this process's peak RSS (VmHWM) to its current RSS
-// (Linux: clear_refs 5) and returns it, so that a later peak measures
-// only what came after.
-func resetPeakRSS(t *testing.T) int64 {
-	t.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		t.Skipf("cannot reset the peak RSS (Linux only): %v", err)
-	}
-	return peakRSS(t)
-}
-
-// peakRSS is VmHWM from /proc/self/status, in bytes.
-func peakRSS(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		if rest, ok := strings.CutPrefix(scanner.Text(), "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kib << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/self/status")
-	return 0
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
