@@ -34,7 +34,7 @@ type ModuleRollout struct {
 
 // ModuleRolloutSpec is the rollout policy of one module's channel.
 //
-// +kubebuilder:validation:XValidation:rule="self.moduleName == oldSelf.moduleName && self.channel == oldSelf.channel",message="moduleName and channel cannot change: create another ModuleRollout"
+// +kubebuilder:validation:XValidation:rule="self.moduleName == oldSelf.moduleName && (has(self.channel) ? self.channel : '') == (has(oldSelf.channel) ? oldSelf.channel : '')",message="moduleName and channel cannot change: create another ModuleRollout"
 type ModuleRolloutSpec struct {
 	// ModuleName is the module whose channel is rolled out.
 	// +kubebuilder:validation:Pattern:=`^[a-z]{3,}(-[a-z]{3,})*$`
@@ -42,10 +42,13 @@ type ModuleRolloutSpec struct {
 	ModuleName string `json:"moduleName"`
 
 	// Channel is the channel whose new versions this policy rolls out.
+	// Absent: the module is mandatory, and the policy rolls out its
+	// ModuleReleaseMeta's mandatory.version to every runtime.
+	// +optional
 	// +kubebuilder:validation:Pattern:=`^[a-z]+$`
 	// +kubebuilder:validation:MinLength:=3
 	// +kubebuilder:validation:MaxLength:=32
-	Channel string `json:"channel"`
+	Channel string `json:"channel,omitempty"`
 
 	// Canary is the first wave. Absent: the first wave is an ordinary one.
 	// +optional
@@ -96,6 +99,27 @@ type ModuleRolloutSpec struct {
 	// +optional
 	ProgressDeadline metav1.Duration `json:"progressDeadline,omitempty"`
 
+	// Rollback rolls the rollout back when set to a value it did not have
+	// before: say who and why ("alice: 1.3.0 loses events"). The runtimes
+	// that moved go back to fromVersion in waves, with the same canary,
+	// maxInFlight, soak, deadline and analyses. Only a version whose
+	// ModuleTemplate lists fromVersion in spec.rollbackTo can go back;
+	// otherwise the rollback is refused and status.rollback says why.
+	// Once rolled back, the runtimes stay at fromVersion until the
+	// channel points to another version. `lmctl rollout rollback` sets it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Rollback string `json:"rollback,omitempty"`
+
+	// Analysis are checks of the fleet's health that a wave must pass
+	// during its soak, besides being Ready: a runtime that fails one counts
+	// as failed, like a runtime in Error.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Analysis []RolloutAnalysis `json:"analysis,omitempty"`
+
 	// Paused stops the rollout between waves: the wave in flight finishes,
 	// no new one starts until paused is false again.
 	// +optional
@@ -113,6 +137,73 @@ type RolloutCanary struct {
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="canary.count is a count of at least 1 or a percentage from 1% to 100%"
 	Count intstr.IntOrString `json:"count"`
+}
+
+// RolloutAnalysis is one check of a wave's health: exactly one of
+// prometheus or condition.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.prometheus) != has(self.condition)",message="an analysis has exactly one of prometheus or condition"
+type RolloutAnalysis struct {
+	// Name names the analysis in status and messages.
+	// +kubebuilder:validation:Pattern:=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength:=63
+	Name string `json:"name"`
+
+	// Prometheus runs a PromQL query against the Prometheus the operator
+	// was given (--analysis-prometheus-url) and compares each runtime's
+	// value with a threshold.
+	// +optional
+	Prometheus *PrometheusAnalysis `json:"prometheus,omitempty"`
+
+	// Condition requires a condition of the module's custom resource in
+	// each runtime of the wave.
+	// +optional
+	Condition *ConditionAnalysis `json:"condition,omitempty"`
+}
+
+// PrometheusAnalysis is a PromQL query with a threshold, evaluated for each
+// runtime of a wave.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.max) || has(self.min)",message="a prometheus analysis needs max, min or both"
+type PrometheusAnalysis struct {
+	// Query is the PromQL expression. When it contains {runtime}, that is
+	// replaced by each runtime's Kyma name and the query runs once per
+	// runtime; otherwise it runs once, and each sample belongs to the
+	// runtime its runtimeLabel names. A runtime without a sample fails.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=4096
+	Query string `json:"query"`
+
+	// RuntimeLabel is the label of a sample that names its runtime's Kyma,
+	// for a query without {runtime}.
+	// +optional
+	// +kubebuilder:default:=runtime
+	// +kubebuilder:validation:Pattern:=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	RuntimeLabel string `json:"runtimeLabel,omitempty"`
+
+	// Max and Min bound the value a runtime's sample may have, as decimal
+	// numbers ("0.05", "100").
+	// +optional
+	// +kubebuilder:validation:Pattern:=`^-?[0-9]+(\.[0-9]+)?$`
+	Max string `json:"max,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Pattern:=`^-?[0-9]+(\.[0-9]+)?$`
+	Min string `json:"min,omitempty"`
+}
+
+// ConditionAnalysis requires one condition of the module's custom resource
+// (its Manifest's spec.resource) in each runtime of a wave.
+type ConditionAnalysis struct {
+	// Type is the condition's type in the resource's status.conditions.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=316
+	Type string `json:"type"`
+
+	// Status the condition must have.
+	// +optional
+	// +kubebuilder:default:="True"
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status metav1.ConditionStatus `json:"status,omitempty"`
 }
 
 // RolloutPhase is where a rollout stands.
@@ -163,11 +254,42 @@ type ModuleRolloutStatus struct {
 	// +listType=atomic
 	InFlight []string `json:"inFlight,omitempty"`
 
-	// Failed are Kymas whose module is in Error at the new version (at
-	// most 20 named; FailedCount has them all).
+	// Failed are Kymas whose module is in Error at the new version, was
+	// not Ready within progressDeadline, or failed an analysis (at most 20
+	// named; FailedCount has them all). Runtimes.Failed says why.
 	// +optional
 	// +listType=atomic
 	Failed []string `json:"failed,omitempty"`
+
+	// Runtimes names the rollout's runtimes by state, at most 20 of each;
+	// Total, Done, FailedCount, Pending and len(InFlight) count them all.
+	// +optional
+	Runtimes RolloutRuntimes `json:"runtimes,omitempty"`
+
+	// WaveMembers are the Kymas the current wave admitted, those in flight
+	// and those done; its analyses run over them.
+	// +optional
+	// +listType=atomic
+	WaveMembers []string `json:"waveMembers,omitempty"`
+
+	// Content are the template's content links of toVersion, pinned by
+	// digest when the rollout started: every wave installs these bytes. A
+	// tag that resolves to another digest later halts the rollout.
+	// +optional
+	// +listType=atomic
+	Content []ContentResource `json:"content,omitempty"`
+
+	// Rollback is the last spec.rollback acted on: while it is not refused
+	// and the channel still points to Of, the rollout moves its runtimes
+	// back to toVersion.
+	// +optional
+	Rollback *RolloutRollback `json:"rollback,omitempty"`
+
+	// PlannedAt is when the planner last looked at the rollout. Kyma
+	// controllers (every shard's) hold the module while it is older than
+	// they allow: no planner runs, so no wave may start or end.
+	// +optional
+	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
 
 	// Total, Done, FailedCount and Pending count the runtimes in the
 	// rollout: those whose Kyma resolves the module through the channel
@@ -218,6 +340,46 @@ type ModuleRolloutStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RolloutRuntimes names a rollout's runtimes by state.
+type RolloutRuntimes struct {
+	// Done have the new version Ready.
+	// +optional
+	// +listType=atomic
+	Done []string `json:"done,omitempty"`
+	// Failed say why they count as failed.
+	// +optional
+	// +listType=atomic
+	Failed []RolloutRuntime `json:"failed,omitempty"`
+	// Pending wait for a wave; those that cannot move now say why
+	// (paused, hibernated, outside their maintenance window).
+	// +optional
+	// +listType=atomic
+	Pending []RolloutRuntime `json:"pending,omitempty"`
+}
+
+// RolloutRuntime is a runtime of a rollout and why it stands where it does.
+type RolloutRuntime struct {
+	// Kyma is the runtime's Kyma.
+	Kyma string `json:"kyma"`
+	// Reason says why; empty for a pending runtime that may move.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// RolloutRollback records a rollback asked for by spec.rollback.
+type RolloutRollback struct {
+	// By is the spec.rollback value acted on.
+	By string `json:"by"`
+	// At is when.
+	At metav1.Time `json:"at"`
+	// Of is the version rolled back from: the channel's version then.
+	// +optional
+	Of string `json:"of,omitempty"`
+	// Refused says why the rollback was not started; empty when it was.
+	// +optional
+	Refused string `json:"refused,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -93,6 +93,17 @@ type ModuleTemplateSpec struct {
 	// +optional
 	RequiresDowntime bool `json:"requiresDowntime,omitempty"`
 
+	// RollbackTo lists the earlier versions a runtime at this version may
+	// be rolled back to by a ModuleRollout, as semantic-version
+	// constraints ("1.2.x", ">=1.1.0 <1.3.0"): those whose data and CRDs
+	// this version leaves readable. Absent, this version is never
+	// downgraded (SPEC R1).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	RollbackTo []string `json:"rollbackTo,omitempty"`
+
 	// Target is where the module's operator runs: the runtime (default;
 	// older versions of the Kyma API wrote it as remote), or the control
 	// plane. A control-plane module's content still goes to the runtime

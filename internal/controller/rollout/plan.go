@@ -29,6 +29,16 @@ type Runtime struct {
 	// Current says that the Manifest's status describes its spec (its
 	// observed generation is its generation).
 	Current bool
+	// Blocked says why the runtime cannot move now (its Kyma is paused or
+	// hibernated, or outside its maintenance window); empty when it can.
+	Blocked string
+	// AnalysisFailed says which of the rollout's analyses the runtime
+	// failed, and how; AnalysisInconclusive why they could not be
+	// evaluated for it. Analysed says the analyses ran for it; they run
+	// only for members of a wave that has none in flight.
+	AnalysisFailed       string
+	AnalysisInconclusive string
+	Analysed             bool
 }
 
 // Channel is what the module's channel says now.

@@ -48,6 +48,9 @@ type Reconciler struct {
 	// operator a cache of its own (NewFleetCache), since the manager's
 	// holds its shard's part only; nil means the Client.
 	Fleet client.Reader
+	// Analyzer evaluates the rollouts' analyses; without it a rollout
+	// with analyses holds its wave's soak (analysis.go).
+	Analyzer Analyzer
 }
 
 // fleet is where the Kymas and Manifests are read.
@@ -94,6 +97,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 	if err != nil {
 		return reconciler.Retry(ReasonInvalid, fmt.Sprintf("Reading the rollout's runtimes failed: %s", reconciler.Cause(err)), err)
 	}
+	r.analyze(ctx, rollout, runtimes)
 	next, after, err := Plan(rollout.Spec, rollout.Status, channel, runtimes, r.now())
 	if err != nil {
 		return reconciler.Stalled(ReasonInvalid, fmt.Sprintf("The rollout policy cannot be applied: %s", err), err)
@@ -134,6 +138,7 @@ func record(rollout *v1beta2.ModuleRollout, o reconciler.Outcome) {
 		return
 	}
 	reconciler.SetConditions(&rollout.Status.Conditions, rollout.Generation, o)
+	recordMetrics(rollout)
 }
 
 // channel is the version the rollout's channel points to and its template.
