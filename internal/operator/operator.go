@@ -363,7 +363,12 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// a cache of its own (a shard's cache sees its part of the fleet
 		// only). It writes nothing but the rollouts' status; each shard's
 		// Kyma controller obeys it.
-		planner := &rollout.Reconciler{Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock}
+		planner := &rollout.Reconciler{
+			Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock,
+			Content:     content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
+			Pause:       paused,
+			Maintenance: opts.MaintenanceWindows,
+		}
 		var fleet cache.Cache
 		if opts.Shard.Enabled() {
 			var err error
