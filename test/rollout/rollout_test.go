@@ -34,8 +34,9 @@ func configMap(name, version string) string {
 }
 
 // newFleet registers n Kymas on the runtime, each in a sync namespace of its
-// own, with the module on channel regular; the Kymas at the given indexes
-// are labelled as canaries.
+// own, with the module on channel regular (none when module is empty: a
+// mandatory module needs no entry); the Kymas at the given indexes are
+// labelled as canaries.
 func newFleet(t *testing.T, prefix, module string, n int, canaries ...int) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -53,9 +54,10 @@ func newFleet(t *testing.T, prefix, module string, n int, canaries ...int) []str
 		}
 		k := &v1beta2.Kyma{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: labels},
-			Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name, Modules: []v1beta2.Module{
-				{Name: module, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete},
-			}},
+			Spec:       v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name},
+		}
+		if module != "" {
+			k.Spec.Modules = []v1beta2.Module{{Name: module, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete}}
 		}
 		Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
 		Expect(env.kcpClient.Create(ctx, k)).To(Succeed())

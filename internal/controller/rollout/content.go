@@ -49,7 +49,7 @@ func (r *Reconciler) pinContent(ctx context.Context, rollout *v1beta2.ModuleRoll
 		return
 	}
 	settled := rollout.Status.Phase == v1beta2.RolloutCompleted && rollout.Status.ToVersion == version && len(rollout.Status.Content) > 0
-	now := r.now()
+	now := time.Now() // the registry's load is counted in real time, whatever the planner's clock
 	r.pins.mu.Lock()
 	last, seen := r.pins.pins[client.ObjectKeyFromObject(rollout)]
 	r.pins.mu.Unlock()
