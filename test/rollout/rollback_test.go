@@ -64,7 +64,7 @@ func TestRollbackReturnsTheFleetInWaves(t *testing.T) {
 	Expect(ro.Status.Rollback.Refused).To(BeEmpty())
 	Expect(conditionMessage(ro, "Ready")).To(ContainSubstring("Rolled back from 2.0.0 to 1.0.0"))
 
-	asked, maxInFlight := tr.order()
+	asked, maxInFlight := tr.Order()
 	Expect(asked).To(HaveLen(8))
 	Expect(asked[:2]).To(ConsistOf(names[1], names[6]), "the canaries go back first")
 	Expect(maxInFlight).To(BeNumerically("<=", 5))
@@ -147,7 +147,7 @@ func TestMandatoryModuleRollsOutInWaves(t *testing.T) {
 	Expect(env.kcpClient.Patch(context.Background(), releaseMeta, patch)).To(Succeed())
 	eventuallyAt(names, module, "2.0.0")
 	settled(ro, "2.0.0")
-	asked, maxInFlight := tr.order()
+	asked, maxInFlight := tr.Order()
 	Expect(asked).To(HaveLen(6))
 	Expect(asked[0]).To(Equal(names[4]), "the canary first")
 	Expect(maxInFlight).To(BeNumerically("<=", 2))
