@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
@@ -21,24 +22,19 @@ import (
 )
 
 // relay is a module of this test alone: one ConfigMap in 1.0.0; 2.0.0
-// adds a gated custom resource (modules_test.go), which is Ready only once
-// the test opens relay's gate, so that a wave stays in flight for as long
-// as the test needs.
+// adds a default custom resource of a gated kind (modules_test.go), which
+// is Ready only once the test opens relay's gate, so that a wave stays in
+// flight for as long as the test needs. The kind's CRD is the runtime's,
+// created by the test: the Kymas share the runtime, and a CRD in the
+// module's content would be the first Kyma's alone.
 const relay = "relay"
 
-func publishRelay(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	for _, version := range []string{"1.0.0", "2.0.0"} {
-		v := samplemodules.Version{Module: relay, Version: version, Content: ociartifact.Module{RawManifest: fmt.Appendf(nil,
-			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: relay-config\ndata:\n  version: %q\n", version)}}
-		if version == "2.0.0" {
-			v.Content.CRDs = fmt.Appendf(nil, `apiVersion: apiextensions.k8s.io/v1
+const relayCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: gatedrelays.%[1]s
+  name: gatedrelays.` + gatedGroup + `
 spec:
-  group: %[1]s
+  group: ` + gatedGroup + `
   names: {kind: GatedRelay, listKind: GatedRelayList, plural: gatedrelays, singular: gatedrelay}
   scope: Namespaced
   versions:
@@ -50,7 +46,27 @@ spec:
         openAPIV3Schema:
           type: object
           x-kubernetes-preserve-unknown-fields: true
-`, gatedGroup)
+`
+
+func publishRelay(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte(relayCRD), &crd.Object)).To(Succeed())
+	rt := env.runtimes[mainRuntime].client
+	if err := rt.Create(ctx, crd); !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Eventually(func() error {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(gatedGroup + "/v1")
+		list.SetKind("GatedRelayList")
+		return rt.List(ctx, list)
+	}, timeout, interval).Should(Succeed(), "the CRD is served")
+	for _, version := range []string{"1.0.0", "2.0.0"} {
+		v := samplemodules.Version{Module: relay, Version: version, Content: ociartifact.Module{RawManifest: fmt.Appendf(nil,
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: relay-config\ndata:\n  version: %q\n", version)}}
+		if version == "2.0.0" {
 			v.DefaultCR = &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": gatedGroup + "/v1", "kind": "GatedRelay", "metadata": map[string]any{"name": relay},
 			}}
