@@ -137,11 +137,11 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 		after = cmp.Or(min(after, r.Poll), r.Poll)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Rollout planned", "phase", next.Phase, "wave", next.Wave, "inFlight", len(next.InFlight), "done", next.Done, "total", next.Total)
-	return outcomeOf(rollout, after)
+	return outcomeOf(rollout, after, now)
 }
 
 // outcomeOf turns the plan into the conditions kstatus reads.
-func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration) reconciler.Outcome {
+func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration, now time.Time) reconciler.Outcome {
 	s := rollout.Status
 	progress := fmt.Sprintf("%s → %s: %d of %d runtimes done, wave %d", cmp.Or(s.FromVersion, "-"), s.ToVersion, s.Done, s.Total, s.Wave)
 	if s.Rollback != nil && s.Rollback.Refused == "" && s.Rollback.Of != "" {
@@ -161,16 +161,17 @@ func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration) reconciler.O
 	case v1beta2.RolloutPaused:
 		return reconciler.Progressing(ReasonPaused, progress+"; paused (spec.paused) before the next wave", after)
 	}
+	soaking := s.WaveReadyAt != nil && now.Before(s.WaveReadyAt.Add(rollout.Spec.SoakTime.Duration))
 	switch {
 	case len(s.InFlight) > 0:
 		return reconciler.Progressing(ReasonProgressing, fmt.Sprintf("%s; in flight: %s", progress, strings.Join(s.InFlight, ", ")), after)
-	case s.WaveReadyAt != nil && len(rollout.Spec.Analysis) > 0:
-		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking and analysing since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
-	case s.WaveReadyAt != nil:
-		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
-	case len(s.Runtimes.Pending) > 0 && s.Runtimes.Pending[0].Reason != "":
+	case !soaking && len(s.Runtimes.Pending) > 0 && s.Runtimes.Pending[0].Reason != "":
 		return reconciler.Progressing(ReasonWaiting, fmt.Sprintf("%s; waiting for runtimes that cannot move now, such as %s (%s)",
 			progress, s.Runtimes.Pending[0].Kyma, s.Runtimes.Pending[0].Reason), after)
+	case s.WaveReadyAt != nil && len(rollout.Spec.Analysis) > 0:
+		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking and analysing since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
+	case soaking:
+		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
 	}
 	return reconciler.Progressing(ReasonProgressing, progress+"; starting the next wave", after)
 }
