@@ -101,11 +101,7 @@ func substitute(query, kymaName string) (string, error) {
 // query runs an instant query at Prometheus's present and returns its
 // samples: a vector's, or a scalar as one sample without labels.
 func (a *Analyzer) query(ctx context.Context, query string) ([]*model.Sample, error) {
-	timeout := a.timeout
-	if deadline, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(deadline), time.Millisecond)
-	}
-	value, _, err := a.prometheus.Query(ctx, query, time.Time{}, promv1.WithTimeout(timeout))
+	value, _, err := a.prometheus.Query(ctx, query, time.Time{}, promv1.WithTimeout(serverTimeout(a.timeout)))
 	if err != nil {
 		return nil, fmt.Errorf("query failed: %w", err)
 	}
@@ -119,6 +115,16 @@ func (a *Analyzer) query(ctx context.Context, query string) ([]*model.Sample, er
 	default:
 		return nil, fmt.Errorf("the query returns a %s; it must return an instant vector or a scalar", value.Type())
 	}
+}
+
+// serverTimeout is the timeout Prometheus evaluates a query within (ctx
+// bounds the wait here): whole seconds, or milliseconds under a second,
+// since Prometheus does not parse Go's fractions ("1.5s").
+func serverTimeout(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Truncate(time.Second)
+	}
+	return max(d.Truncate(time.Millisecond), time.Millisecond)
 }
 
 // bounds are a prometheus analysis's max and min, parsed.
