@@ -51,6 +51,10 @@ type Analyzer struct {
 	timeout    time.Duration
 	// slots bounds the queries and runtime reads in flight, across calls.
 	slots chan struct{}
+	// outage short-cuts queries while Prometheus is known to be out.
+	outage outage
+	// now tells the time of outages; time.Now but in tests.
+	now func() time.Time
 }
 
 var _ rollout.Analyzer = (*Analyzer)(nil)
@@ -72,7 +76,7 @@ func New(opts Options, fleet Fleet) (*Analyzer, error) {
 	if opts.Timeout < 0 || opts.Concurrency < 0 {
 		return nil, errors.New("--analysis-timeout and --analysis-concurrency cannot be negative")
 	}
-	a := &Analyzer{fleet: fleet, timeout: opts.Timeout, slots: make(chan struct{}, opts.Concurrency)}
+	a := &Analyzer{fleet: fleet, timeout: opts.Timeout, slots: make(chan struct{}, opts.Concurrency), now: time.Now}
 	if opts.PrometheusURL == "" {
 		return a, nil
 	}

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -99,11 +100,19 @@ func substitute(query, kymaName string) (string, error) {
 }
 
 // query runs an instant query at Prometheus's present and returns its
-// samples: a vector's, or a scalar as one sample without labels.
+// samples: a vector's, or a scalar as one sample without labels. While
+// Prometheus is out (outage), it fails at once with the outage's error.
 func (a *Analyzer) query(ctx context.Context, query string) ([]*model.Sample, error) {
+	if err := a.outage.current(a.now()); err != nil {
+		return nil, err
+	}
 	value, _, err := a.prometheus.Query(ctx, query, time.Time{}, promv1.WithTimeout(serverTimeout(a.timeout)))
 	if err != nil {
-		return nil, fmt.Errorf("query failed: %w", err)
+		err = fmt.Errorf("query failed: %w", err)
+		if unreachable(err) {
+			a.outage.begin(a.now().Add(a.timeout), err)
+		}
+		return nil, err
 	}
 	switch v := value.(type) {
 	case model.Vector:
@@ -115,6 +124,50 @@ func (a *Analyzer) query(ctx context.Context, query string) ([]*model.Sample, er
 	default:
 		return nil, fmt.Errorf("the query returns a %s; it must return an instant vector or a scalar", value.Type())
 	}
+}
+
+// outage remembers that Prometheus could not be asked (unreachable, too
+// slow, not answering as its API does), for one timeout: the queries of
+// that time fail at once with the same error instead of each waiting for
+// it. An unreachable Prometheus makes every analysis inconclusive anyway,
+// and the wave holds whatever the other runtimes' queries would say; a
+// blackholed one would otherwise hold the planner for a timeout per
+// query, a wave of 500 runtimes ten minutes at the defaults.
+type outage struct {
+	mu    sync.Mutex
+	until time.Time
+	err   error
+}
+
+func (o *outage) current(now time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.until) {
+		return o.err
+	}
+	return nil
+}
+
+func (o *outage) begin(until time.Time, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.until, o.err = until, err
+}
+
+// unreachable tells a Prometheus that could not be asked from one that
+// refused or could not evaluate a query (bad PromQL, an execution error or
+// timeout of its own), which concerns that query alone.
+func unreachable(err error) bool {
+	var apiErr *promv1.Error
+	if !errors.As(err, &apiErr) {
+		return true // dial, TLS, the query's timeout here
+	}
+	switch apiErr.Type {
+	case promv1.ErrServer, promv1.ErrClient, promv1.ErrBadResponse:
+		// 5xx, 4xx (a proxy refusing our token), no API answer at all.
+		return true
+	}
+	return false
 }
 
 // serverTimeout is the timeout Prometheus evaluates a query within (ctx

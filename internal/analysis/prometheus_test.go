@@ -116,6 +116,52 @@ func TestQueryErrorsAreInconclusive(t *testing.T) {
 	}
 }
 
+// A Prometheus that cannot be asked is asked once per timeout, not once
+// per runtime: the other queries fail at once with the same error. A query
+// Prometheus refuses (bad PromQL) concerns that query alone.
+func TestAnOutageIsAskedOncePerTimeout(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	served := 0
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served++
+		mu.Unlock()
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}))
+	t.Cleanup(down.Close)
+	requests := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return served
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	a := newAnalyzer(g, Options{PrometheusURL: down.URL, Concurrency: 1, Timeout: 10 * time.Second})
+	a.now = func() time.Time { return now }
+	ro := rolloutOf("shop", promAnalysis("error-rate", `analysis_error_ratio{runtime="{runtime}"}`, "0.05", ""))
+	kymas := []string{"out-a", "out-b", "out-c", "out-d"}
+	outage := rollout.AnalysisOutcome{Inconclusive: "error-rate: query failed: server_error: server error: 502"}
+	want := map[string]rollout.AnalysisOutcome{"out-a": outage, "out-b": outage, "out-c": outage, "out-d": outage}
+
+	g.Expect(a.Analyze(context.Background(), ro, kymas)).To(Equal(want))
+	g.Expect(requests()).To(Equal(1), "one query, the others short-cut")
+	now = now.Add(9 * time.Second)
+	g.Expect(a.Analyze(context.Background(), ro, kymas)).To(Equal(want))
+	g.Expect(requests()).To(Equal(1), "within the timeout, not asked again")
+	now = now.Add(time.Second)
+	g.Expect(a.Analyze(context.Background(), ro, kymas)).To(Equal(want))
+	g.Expect(requests()).To(Equal(2), "asked again after the timeout")
+
+	// Bad PromQL is no outage: every runtime's query is asked.
+	setGauges(g, "analysis_error_ratio", map[string]float64{"per-a": 0.01})
+	real := newAnalyzer(g, Options{PrometheusURL: env.prometheus.URL(), Concurrency: 1})
+	real.now = a.now
+	bad := rolloutOf("shop", promAnalysis("error-rate", `analysis_error_ratio{runtime="{runtime}"`, "0.05", ""), promAnalysis("fine", `analysis_error_ratio{runtime="per-a"}`, "0.05", ""))
+	got := real.Analyze(context.Background(), bad, []string{"per-a"})
+	g.Expect(got["per-a"].Inconclusive).To(HavePrefix("error-rate: query failed: bad_data: "))
+	g.Expect(got["per-a"].Inconclusive).NotTo(ContainSubstring("fine"), "the other analysis was asked and passed")
+}
+
 // Through an https endpoint that wants a bearer token (a proxy in front of
 // the real Prometheus, as an SRE's Prometheus behind an authenticating
 // proxy): the CA file verifies it, the token file is sent, and no more

@@ -80,6 +80,7 @@ func TestFailedAnalysisHaltsTheRollout(t *testing.T) {
 		g.Expect(ro.Status.HaltReason).To(ContainSubstring(names[6]))
 		g.Expect(ro.Status.HaltReason).To(ContainSubstring("error-rate: 0.21 > max 0.05"))
 	}, timeout, interval).Should(Succeed())
+	t.Logf("Halted: %s", ro.Status.HaltReason)
 	Consistently(func(g Gomega) {
 		asked, _ := tr.Order()
 		g.Expect(asked).To(ConsistOf(names[1], names[6]), "only the canaries moved")
