@@ -88,7 +88,7 @@ func healthy(status metav1.ConditionStatus, reason string) metav1.Condition {
 // resource or a module without one fails; a condition written for an older
 // generation, a runtime that cannot be reached and a Manifest that cannot
 // be read are inconclusive.
-func TestConditionOfTheModulesResource(t *testing.T) {
+func TestAnalysisConditionOfTheModulesResource(t *testing.T) {
 	g := NewWithT(t)
 	const module = "crate"
 	cases := []struct {
@@ -164,7 +164,7 @@ func TestConditionOfTheModulesResource(t *testing.T) {
 
 // A runtime's outcome joins every analysis's verdict: here a condition
 // that fails, and a query without a Prometheus to ask.
-func TestOutcomesJoinTheAnalyses(t *testing.T) {
+func TestAnalysisOutcomesJoinTheAnalyses(t *testing.T) {
 	g := NewWithT(t)
 	const module = "joined"
 	register(t, "join-a")
@@ -187,7 +187,7 @@ func TestOutcomesJoinTheAnalyses(t *testing.T) {
 // the kubeconfig Secrets of its own shard only. The operator's runtime
 // clients read the Secret of another shard's runtime past that cache, so
 // the planner's analyses reach every runtime.
-func TestConditionOfARuntimeOfAnotherShard(t *testing.T) {
+func TestAnalysisConditionOfARuntimeOfAnotherShard(t *testing.T) {
 	g := NewWithT(t)
 	const module = "sharded"
 	zero := shard.Shard{Count: 2, ID: 0}

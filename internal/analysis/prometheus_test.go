@@ -25,7 +25,7 @@ import (
 // A query with {runtime} runs once per runtime with its Kyma's name: a
 // runtime within the bound passes, one above it fails with the value and
 // the bound, one without a sample fails.
-func TestQueryPerRuntime(t *testing.T) {
+func TestAnalysisQueryPerRuntime(t *testing.T) {
 	g := NewWithT(t)
 	setGauges(g, "analysis_error_ratio", map[string]float64{"per-a": 0.01, "per-b": 0.21})
 	a := newAnalyzer(g, Options{PrometheusURL: env.prometheus.URL()})
@@ -41,7 +41,7 @@ func TestQueryPerRuntime(t *testing.T) {
 // A query without {runtime} runs once, and each sample belongs to the
 // runtime its runtimeLabel names: min and max both bound it, runtimes not
 // asked about are ignored, one without a sample fails.
-func TestQueryMatchedByLabel(t *testing.T) {
+func TestAnalysisQueryMatchedByLabel(t *testing.T) {
 	g := NewWithT(t)
 	setGauges(g, "analysis_requests_per_second", map[string]float64{"lab-a": 12, "lab-b": 3, "lab-c": 5000, "lab-other": 1})
 	a := newAnalyzer(g, Options{PrometheusURL: env.prometheus.URL()})
@@ -58,7 +58,7 @@ func TestQueryMatchedByLabel(t *testing.T) {
 }
 
 // A NaN (a ratio over no requests) is inconclusive, never a pass.
-func TestNaNIsInconclusive(t *testing.T) {
+func TestAnalysisNaNIsInconclusive(t *testing.T) {
 	g := NewWithT(t)
 	setGauges(g, "analysis_nan_ratio", map[string]float64{"nan-a": math.NaN()})
 	a := newAnalyzer(g, Options{PrometheusURL: env.prometheus.URL()})
@@ -69,7 +69,7 @@ func TestNaNIsInconclusive(t *testing.T) {
 
 // Whatever keeps a query from being answered makes the analysis
 // inconclusive for every runtime, never passed.
-func TestQueryErrorsAreInconclusive(t *testing.T) {
+func TestAnalysisQueryErrorsAreInconclusive(t *testing.T) {
 	g := NewWithT(t)
 	setGauges(g, "analysis_error_ratio", map[string]float64{"per-a": 0.01})
 
@@ -119,7 +119,7 @@ func TestQueryErrorsAreInconclusive(t *testing.T) {
 // A Prometheus that cannot be asked is asked once per timeout, not once
 // per runtime: the other queries fail at once with the same error. A query
 // Prometheus refuses (bad PromQL) concerns that query alone.
-func TestAnOutageIsAskedOncePerTimeout(t *testing.T) {
+func TestAnalysisOutageIsAskedOncePerTimeout(t *testing.T) {
 	g := NewWithT(t)
 	var mu sync.Mutex
 	served := 0
@@ -167,7 +167,7 @@ func TestAnOutageIsAskedOncePerTimeout(t *testing.T) {
 // proxy): the CA file verifies it, the token file is sent, and no more
 // than Concurrency queries are in flight at once. A wrong token is
 // refused, which is inconclusive.
-func TestTokenCAAndConcurrency(t *testing.T) {
+func TestAnalysisTokenCAAndConcurrency(t *testing.T) {
 	g := NewWithT(t)
 	runtimes := []string{"auth-a", "auth-b", "auth-c", "auth-d", "auth-e", "auth-f", "auth-g", "auth-h"}
 	values := map[string]float64{}
@@ -233,7 +233,7 @@ func TestTokenCAAndConcurrency(t *testing.T) {
 
 // Options that cannot work stop the operator at start, naming the flag
 // and never a token.
-func TestNewRefusesOptionsThatCannotWork(t *testing.T) {
+func TestAnalysisNewRefusesOptionsThatCannotWork(t *testing.T) {
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
 	NewWithT(t).Expect(os.WriteFile(token, []byte("s3cret"), 0o600)).To(Succeed())
@@ -264,7 +264,7 @@ func TestNewRefusesOptionsThatCannotWork(t *testing.T) {
 	}
 }
 
-func TestJudge(t *testing.T) {
+func TestAnalysisJudge(t *testing.T) {
 	both := bounds{max: 0.05, min: 0.01, hasMax: true, hasMin: true, maxText: "0.05", minText: "0.01"}
 	cases := []struct {
 		name   string
@@ -293,7 +293,7 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func TestBoundsOf(t *testing.T) {
+func TestAnalysisBoundsOf(t *testing.T) {
 	g := NewWithT(t)
 	b, err := boundsOf(&v1beta2.PrometheusAnalysis{Max: "0.05", Min: "-1"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -306,7 +306,7 @@ func TestBoundsOf(t *testing.T) {
 
 // {runtime} takes a Kyma's name as it is; a name that is not a DNS
 // subdomain, which could change what the query means, is refused.
-func TestSubstitute(t *testing.T) {
+func TestAnalysisSubstitute(t *testing.T) {
 	cases := []struct {
 		name, kyma, want, err string
 	}{
@@ -331,7 +331,7 @@ func TestSubstitute(t *testing.T) {
 }
 
 // One runtime's outcome joins its analyses' verdicts and stays short.
-func TestBounded(t *testing.T) {
+func TestAnalysisBounded(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(bounded([]string{"a: 1 > max 0", "b: no sample"})).To(Equal("a: 1 > max 0; b: no sample"))
 	long := bounded([]string{strings.Repeat("é", maxMessage)})

@@ -18,7 +18,7 @@ import (
 // Secret and CA ConfigMap mounted as the files the flags name, each key
 // alone; the operator's own flags take them. Without the values, nothing
 // of it is rendered.
-func TestChartConfiguresTheAnalysesPrometheus(t *testing.T) {
+func TestChartConfiguresTheAnalysisPrometheus(t *testing.T) {
 	const ns = "analysed"
 	values := map[string]any{"analysis": map[string]any{"prometheus": map[string]any{
 		"url": "https://prometheus.monitoring.svc:9090", "bearerTokenSecret": "prometheus-token", "caConfigMap": "prometheus-ca",
