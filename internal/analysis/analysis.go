@@ -60,8 +60,10 @@ type Analyzer struct {
 var _ rollout.Analyzer = (*Analyzer)(nil)
 
 // New returns an analyzer with the options' Prometheus (none when its URL
-// is empty); a zero Timeout or Concurrency is the default's. It fails on options that cannot work: a malformed URL, a
-// token or CA file that cannot be read, a token over plain http.
+// is empty); a zero Timeout or Concurrency is the default's. It fails on
+// options that cannot work, so that the operator does not start with
+// them: a malformed URL, a token or CA file that cannot be read, a token
+// over plain http.
 func New(opts Options, fleet Fleet) (*Analyzer, error) {
 	if fleet.Manifests == nil || fleet.Runtimes == nil {
 		return nil, errors.New("analysis: no Manifest reader or runtimes")
