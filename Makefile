@@ -95,7 +95,7 @@ prometheus: $(PROMETHEUS) ## Build the Prometheus server the tests of rollout an
 # No service discovery (remove_all_sd): the tests name their scrape targets, so the cloud
 # SDKs of its discovery plugins are not compiled.
 $(PROMETHEUS): hack/prometheus/go.mod
-	@echo "Building Prometheus into $@ (hack/prometheus; about two minutes the first time) ..."
+	@echo "Building Prometheus into $@ (hack/prometheus; 2-6 minutes on two cores the first time) ..."
 	cd hack/prometheus && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/prometheus
 
 # Both modules' tests run through gotestsum (hack/gotest.sh): a line per package as it finishes,
