@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,6 +9,8 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -63,13 +64,25 @@ func TestFailedAnalysisHaltsTheRollout(t *testing.T) {
 	ratios[names[6]] = 0.21
 	setErrorRatios(ratios)
 	eventuallyAt(names, module, "1.0.0")
-	ro := newRollout(t, module, 0)
-	analysis, err := json.Marshal([]v1beta2.RolloutAnalysis{{
-		Name:       "error-rate",
-		Prometheus: &v1beta2.PrometheusAnalysis{Query: errorRatio + `{runtime="{runtime}"}`, Max: "0.05"},
-	}})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(env.kcpClient.Patch(context.Background(), ro, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"analysis":`+string(analysis)+`}}`)))).To(Succeed())
+	ro := &v1beta2.ModuleRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: module + "-regular", Namespace: kcpNamespace},
+		Spec: v1beta2.ModuleRolloutSpec{
+			ModuleName: module, Channel: "regular",
+			Canary:      &v1beta2.RolloutCanary{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{canaryLabel: "true"}}, Count: intstr.FromInt32(2)},
+			MaxInFlight: intstr.FromInt32(5),
+			Analysis: []v1beta2.RolloutAnalysis{{
+				Name:       "error-rate",
+				Prometheus: &v1beta2.PrometheusAnalysis{Query: errorRatio + `{runtime="{runtime}"}`, Max: "0.05"},
+			}},
+		},
+	}
+	Expect(env.kcpClient.Create(context.Background(), ro)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), ro) })
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutCompleted))
+		g.Expect(ro.Status.ToVersion).To(Equal("1.0.0"))
+	}, timeout, interval).Should(Succeed())
 
 	tr := record(t, module, "2.0.0")
 	moveChannel(t, module)
