@@ -124,7 +124,9 @@ func TestMandatoryModuleRollsOutInWaves(t *testing.T) {
 		Spec:       v1beta2.ModuleReleaseMetaSpec{ModuleName: module, Mandatory: &v1beta2.Mandatory{Version: "1.0.0"}},
 	}
 	Expect(env.kcpClient.Create(context.Background(), releaseMeta)).To(Succeed())
-	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(context.Background(), releaseMeta))).To(Succeed()) })
+	t.Cleanup(func() {
+		Expect(client.IgnoreNotFound(env.kcpClient.Delete(context.Background(), releaseMeta))).To(Succeed())
+	})
 	names := newFleet(t, "boiler", "", 6, 4)
 	eventuallyAt(names, module, "1.0.0")
 

@@ -114,7 +114,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 	}
 	channel, err := catalog.channel(rollout.Spec)
 	if err != nil {
-		o := reconciler.Stalled(ReasonInvalid, err.Error(), nil)
+		o := reconciler.Stalled(ReasonInvalid, "The rollout has no version to roll out: "+err.Error(), nil)
 		o.After = r.Poll * 10
 		return o
 	}
@@ -209,12 +209,12 @@ func (r *Reconciler) catalog(ctx context.Context) (catalogView, error) {
 func (c catalogView) channel(spec v1beta2.ModuleRolloutSpec) (Channel, error) {
 	releaseMeta, ok := c.ReleaseMeta(spec.ModuleName)
 	if !ok {
-		return Channel{}, fmt.Errorf("Module %s has no ModuleReleaseMeta: publish one, or fix spec.moduleName", spec.ModuleName)
+		return Channel{}, fmt.Errorf("module %s has no ModuleReleaseMeta: publish one, or fix spec.moduleName", spec.ModuleName)
 	}
 	var ch Channel
 	if spec.Channel == "" {
 		if releaseMeta.Spec.Mandatory == nil {
-			return Channel{}, fmt.Errorf("Module %s is not mandatory (its ModuleReleaseMeta has no mandatory.version): set spec.channel to roll out one of its channels", spec.ModuleName)
+			return Channel{}, fmt.Errorf("module %s is not mandatory (its ModuleReleaseMeta has no mandatory.version): set spec.channel to roll out one of its channels", spec.ModuleName)
 		}
 		ch.Version = releaseMeta.Spec.Mandatory.Version
 	}
@@ -224,7 +224,7 @@ func (c catalogView) channel(spec v1beta2.ModuleRolloutSpec) (Channel, error) {
 		}
 	}
 	if ch.Version == "" {
-		return Channel{}, fmt.Errorf("Module %s has no channel %q: add it to its ModuleReleaseMeta, or fix spec.channel", spec.ModuleName, spec.Channel)
+		return Channel{}, fmt.Errorf("module %s has no channel %q: add it to its ModuleReleaseMeta, or fix spec.channel", spec.ModuleName, spec.Channel)
 	}
 	ch.Releases = map[string]Release{}
 	for i := range c.templates {
