@@ -37,6 +37,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -247,6 +248,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Every process, planner or not, reports how fresh the rollouts' plans
+	// are: a planner that does not run cannot say so itself.
+	metrics.ReportRolloutPlans(ctx, mgr.GetCache(), opts.Namespace)
 	return mgr, nil
 }
 

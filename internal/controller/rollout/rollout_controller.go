@@ -65,7 +65,7 @@ func (r *Reconciler) fleet() client.Reader {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rollout := &v1beta2.ModuleRollout{}
 	if err := r.Get(ctx, req.NamespacedName, rollout); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, forgetIfNotFound(req.Name, err)
 	}
 	return reconciler.Run(ctx, r.Client, rollout, reconciler.Phases[*v1beta2.ModuleRollout]{
 		Controller: "rollout",
