@@ -47,6 +47,7 @@ func main() {
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime.")
 	flag.DurationVar(&opts.RuntimeRequestTimeout, "runtime-request-timeout", opts.RuntimeRequestTimeout, "Longest wait for one request to a runtime's API server; 0 waits forever.")
 	flag.DurationVar(&opts.ReconcileTimeout, "reconcile-timeout", opts.ReconcileTimeout, "Longest run of one Kyma, Manifest, catalog or watcher-agent reconcile; 0 means none.")
+	flag.DurationVar(&opts.RolloutPoll, "rollout-poll", opts.RolloutPoll, "How often a moving ModuleRollout is looked at when nothing it watches changes, its plannedAt refreshed and its pinned content links resolved again to see whether a tag moved. 0 means 30s.")
 	flag.DurationVar(&opts.KymaProgressInterval, "kyma-progress-interval", opts.KymaProgressInterval, "How often, at most, a Kyma's status is written only to report that more of its modules became ready; changes of state, errors and module list changes are written at once.")
 	flag.DurationVar(&opts.RuntimeIdleTimeout, "runtime-idle-timeout", opts.RuntimeIdleTimeout, "Close a runtime's connection when no reconcile used it this long (a Ready runtime is looked at once per Ready interval); what is known of the runtime stays. 0 keeps connections open.")
 	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime API server at once (the server of the Kyma's kubeconfig), across controllers and Kymas; others requeue. 0 means no cap.")

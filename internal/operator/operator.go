@@ -111,6 +111,10 @@ type Options struct {
 	// used it this long; what is known of the runtime stays (see
 	// remote.Options.IdleTimeout). Zero keeps connections open.
 	RuntimeIdleTimeout time.Duration
+	// RolloutPoll is how often a moving ModuleRollout is looked at when
+	// nothing it watches changes, and its content pins checked; zero means
+	// rollout.DefaultPoll.
+	RolloutPoll time.Duration
 	// KymaProgressInterval is how often, at most, a Kyma's status is
 	// written only to report that more of its modules became ready.
 	KymaProgressInterval time.Duration
@@ -371,7 +375,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// a cache of its own (a shard's cache sees its part of the fleet
 		// only). It writes nothing but the rollouts' status; each shard's
 		// Kyma controller obeys it.
-		planner := &rollout.Reconciler{Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock}
+		planner := &rollout.Reconciler{
+			Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock,
+			Content:     content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
+			Pause:       paused,
+			Maintenance: opts.MaintenanceWindows,
+			Poll:        opts.RolloutPoll,
+		}
 		var fleet cache.Cache
 		if opts.Shard.Enabled() {
 			var err error

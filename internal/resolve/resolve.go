@@ -77,6 +77,11 @@ type Module struct {
 	// hold is a maintenance window's.
 	HeldUntil   time.Time
 	Maintenance bool
+
+	// Pinned, set by the Kyma controller, are Template's content links as
+	// a rollout pinned them at its start (ModuleRollout status.content),
+	// to be installed instead of pinning the links again.
+	Pinned []v1beta2.ContentResource
 }
 
 // Installable reports whether the caller should make Template the installed
@@ -343,4 +348,20 @@ func objectOrder(a, b *v1beta2.ModuleTemplate) int {
 func isSemver(version string) bool {
 	_, err := semver.StrictNewVersion(version)
 	return err == nil
+}
+
+// MayRollBack tells whether a version whose ModuleTemplate lists
+// rollbackTo (spec.rollbackTo, semantic-version constraints) may be rolled
+// back to version. Constraints that do not parse admit nothing.
+func MayRollBack(rollbackTo []string, version string) bool {
+	v, err := semver.StrictNewVersion(version)
+	if err != nil {
+		return false
+	}
+	for _, c := range rollbackTo {
+		if constraint, err := semver.NewConstraint(c); err == nil && constraint.Check(v) {
+			return true
+		}
+	}
+	return false
 }

@@ -46,7 +46,13 @@ type process struct {
 // startShard starts a process of shard shardID of shards.
 func startShard(t *testing.T, name string, shardID int) *process {
 	t.Helper()
-	return startProcess(t, name, env.bin, "--shards="+strconv.Itoa(shards), "--shard-id="+strconv.Itoa(shardID))
+	return startShardOf(t, name, shards, shardID)
+}
+
+// startShardOf starts a process of shard shardID of count, with extra flags.
+func startShardOf(t *testing.T, name string, count, shardID int, extra ...string) *process {
+	t.Helper()
+	return startProcess(t, name, env.bin, append([]string{"--shards=" + strconv.Itoa(count), "--shard-id=" + strconv.Itoa(shardID)}, extra...)...)
 }
 
 // startProcess starts the operator binary bin with leader election, the
@@ -147,8 +153,13 @@ func leaseHeld(g Gomega, shardID int) string {
 // leaseHolder is the holder of the shard's Lease, empty when there is no
 // Lease or no holder.
 func leaseHolder(g Gomega, shardID int) string {
+	return leaseHolderOf(g, shards, shardID)
+}
+
+// leaseHolderOf is the holder of the Lease of shard shardID of count.
+func leaseHolderOf(g Gomega, count, shardID int) string {
 	lease := &coordinationv1.Lease{}
-	name := shard.Shard{Count: shards, ID: shardID}.LeaseName("lifecycle-manager.operator.kyma-project.io")
+	name := shard.Shard{Count: count, ID: shardID}.LeaseName("lifecycle-manager.operator.kyma-project.io")
 	err := env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: name}, lease)
 	if apierrors.IsNotFound(err) {
 		return ""

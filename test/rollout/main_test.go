@@ -87,6 +87,9 @@ func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
 		return operator.Options{}, err
 	}
 	opts.Clock = clock
+	// Content pins are checked again at every look: a moved tag halts a
+	// rollout within seconds.
+	opts.RolloutPoll = 2 * time.Second
 	return opts, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	lmrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testrollout"
 )
 
 const (
@@ -34,8 +33,9 @@ func configMap(name, version string) string {
 }
 
 // newFleet registers n Kymas on the runtime, each in a sync namespace of its
-// own, with the module on channel regular; the Kymas at the given indexes
-// are labelled as canaries.
+// own, with the module on channel regular (none when module is empty: a
+// mandatory module needs no entry); the Kymas at the given indexes are
+// labelled as canaries.
 func newFleet(t *testing.T, prefix, module string, n int, canaries ...int) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -53,9 +53,10 @@ func newFleet(t *testing.T, prefix, module string, n int, canaries ...int) []str
 		}
 		k := &v1beta2.Kyma{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: labels},
-			Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name, Modules: []v1beta2.Module{
-				{Name: module, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete},
-			}},
+			Spec:       v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name},
+		}
+		if module != "" {
+			k.Spec.Modules = []v1beta2.Module{{Name: module, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete}}
 		}
 		Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
 		Expect(env.kcpClient.Create(ctx, k)).To(Succeed())
@@ -89,71 +90,15 @@ func eventuallyAt(names []string, module, version string) {
 	}, timeout, interval).Should(Succeed())
 }
 
-// transitions records, from a watch of the control plane's Manifests of a
-// module, when each Kyma's Manifest was asked for version (its spec) and
-// when it was Ready at it.
-type transitions struct {
-	mu     sync.Mutex
-	events []transition
-	seen   map[string]string
-}
-
-type transition struct {
-	kyma  string
-	ready bool // false: asked for the version; true: Ready at it
-}
-
-func record(t *testing.T, module, version string) *transitions {
+// record traces the module's Manifests towards version until the test
+// ends (testrollout.Trace).
+func record(t *testing.T, module, version string) *testrollout.Trace {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := env.kcpClient.Watch(ctx, &v1beta2.ManifestList{}, client.InNamespace(kcpNamespace), client.MatchingLabels{v1beta2.ModuleNameLabel: module})
+	tr, err := testrollout.Record(ctx, env.kcpClient, kcpNamespace, module, version)
 	Expect(err).NotTo(HaveOccurred())
-	tr := &transitions{seen: map[string]string{}}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			m, ok := ev.Object.(*v1beta2.Manifest)
-			if !ok || ev.Type == watch.Deleted || m.Spec.Version != version {
-				continue
-			}
-			kymaName := m.Labels[v1beta2.KymaNameLabel]
-			ready := m.Status.State == v1beta2.StateReady && m.Status.ObservedGeneration == m.Generation &&
-				meta.IsStatusConditionTrue(m.Status.Conditions, "Ready")
-			state := "asked"
-			if ready {
-				state = "ready"
-			}
-			tr.mu.Lock()
-			if tr.seen[kymaName] != state {
-				if tr.seen[kymaName] == "" && ready {
-					tr.events = append(tr.events, transition{kyma: kymaName})
-				}
-				tr.seen[kymaName] = state
-				tr.events = append(tr.events, transition{kyma: kymaName, ready: ready})
-			}
-			tr.mu.Unlock()
-		}
-	}()
 	return tr
-}
-
-// order is the Kymas in the order they were asked for the version, and the
-// most that were asked and not yet Ready at any moment.
-func (tr *transitions) order() (asked []string, maxInFlight int) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	inFlight := map[string]bool{}
-	for _, ev := range tr.events {
-		if ev.ready {
-			delete(inFlight, ev.kyma)
-			continue
-		}
-		asked = append(asked, ev.kyma)
-		inFlight[ev.kyma] = true
-		maxInFlight = max(maxInFlight, len(inFlight))
-	}
-	return asked, maxInFlight
 }
 
 func newRollout(t *testing.T, module string, maxFailures int32) *v1beta2.ModuleRollout {
@@ -214,7 +159,7 @@ func TestFleetMovesInWaves(t *testing.T) {
 	}, timeout, interval).Should(Succeed(), "a Kyma waiting for its wave says so")
 	eventuallyAt(names, module, "2.0.0")
 
-	asked, maxInFlight := tr.order()
+	asked, maxInFlight := tr.Order()
 	Expect(asked).To(HaveLen(20))
 	Expect(asked[:2]).To(ConsistOf(names[4], names[9]), "the canaries first")
 	Expect(maxInFlight).To(BeNumerically("<=", 5), "never more than maxInFlight at once")
@@ -260,7 +205,7 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 	// Consistently: the halt holds, and nobody else moves.
 	Consistently(func(g Gomega) {
-		asked, _ := tr.order()
+		asked, _ := tr.Order()
 		g.Expect(asked).To(ConsistOf(names[2], names[5]))
 	}, 3*time.Second, interval).Should(Succeed())
 	for _, name := range names {
@@ -283,7 +228,7 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 		g.Expect(ro.Status.Done).To(Equal(int32(2)))
 		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutHalted), "a halt is sticky")
 	}, timeout, interval).Should(Succeed())
-	asked, _ := tr.order()
+	asked, _ := tr.Order()
 	Expect(asked).To(ConsistOf(names[2], names[5]), "nobody else moved while halted")
 
 	Expect(lmrollout.Resume(context.Background(), env.kcpClient, kcpNamespace, ro.Name, "test: the owners' ConfigMaps are gone")).To(Succeed())
@@ -314,7 +259,7 @@ func TestPauseAndResume(t *testing.T) {
 		g.Expect(ro.Status.ToVersion).To(Equal("2.0.0"))
 	}, timeout, interval).Should(Succeed())
 	Consistently(func(g Gomega) {
-		asked, _ := tr.order()
+		asked, _ := tr.Order()
 		g.Expect(asked).To(BeEmpty(), "paused before the canary: nobody moves")
 	}, 3*time.Second, interval).Should(Succeed())
 
@@ -324,6 +269,6 @@ func TestPauseAndResume(t *testing.T) {
 		g.Expect(env.kcpClient.Update(context.Background(), ro)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	eventuallyAt(names, module, "2.0.0")
-	asked, _ := tr.order()
+	asked, _ := tr.Order()
 	Expect(asked[:2]).To(ConsistOf(names[0], names[1]))
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
@@ -30,17 +31,11 @@ import (
 
 // Pinner turns a content link into a digest-pinned one, so that every runtime
 // gets the same bytes whatever happens to tags later.
-type Pinner interface {
-	Pin(ctx context.Context, resource v1beta2.ContentResource) (v1beta2.ContentResource, error)
-}
+type Pinner = content.LinkPinner
 
 // Descriptors derives the content links of a ModuleTemplate written the
-// KLM way, with an OCM component descriptor and no spec.resources
-// (internal/ocm). Its errors that only a new template can fix wrap
-// ocm.ErrInvalid.
-type Descriptors interface {
-	Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error)
-}
+// KLM way (content.Descriptors).
+type Descriptors = content.Descriptors
 
 // Reconciler reconciles Kymas.
 type Reconciler struct {
@@ -66,6 +61,10 @@ type Reconciler struct {
 	// Rollouts, when true, holds installed modules at their version until
 	// their channel's ModuleRollout lets the Kyma move (kyma_rollout.go).
 	Rollouts bool
+	// RolloutPlannerTimeout is how old a moving rollout's plan may be
+	// before its held Kymas say that no planner runs; zero means
+	// DefaultRolloutPlannerTimeout.
+	RolloutPlannerTimeout time.Duration
 	// Maintenance, when set, holds upgrades to versions that require
 	// downtime until the runtime's maintenance window (kyma_maintenance.go).
 	Maintenance *maintenance.Policy
@@ -250,18 +249,9 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 	for i := range modules {
 		module := &modules[i]
 		desired[ManifestName(kyma.Name, module.Name)] = true
-		if err := refuseUntrusted(module, fromRuntime[module.Name]); err != nil {
-			module.Err = err // reported on the module; what is installed stays
-			continue
-		}
 		current := existing[ManifestName(kyma.Name, module.Name)]
-		if held := holdForRollout(kyma, module, current, rollouts); held != "" {
-			module.Held, module.Version = held, current.Spec.Version
+		if !r.applyHolds(holdCase{kyma: kyma, module: module, existing: current, fromRuntime: fromRuntime[module.Name], rollouts: rollouts, catalog: catalog, now: r.now()}) {
 			continue // the Manifest stays as it is
-		}
-		if held, until := r.holdForWindow(kyma, module, current, r.now()); held != "" {
-			module.Held, module.HeldUntil, module.Maintenance, module.Version = held, until, true, current.Spec.Version
-			continue
 		}
 		if current == nil && removalNoted(stored, module.Name) {
 			removalsWait = true // its last removal is recorded first

@@ -16,9 +16,16 @@ import (
 // looked at again at that moment. A Kyma with skipMaintenanceWindows
 // upgrades at once; so does a fresh install, which takes nothing down.
 
-// holdForWindow says why the module must wait for its window and until
+// holdForWindow holds the module until its window when it must wait for
+// it.
+func holdForWindow(r *Reconciler, c holdCase) verdict {
+	held, until := r.windowHold(c.kyma, c.module, c.existing, c.now)
+	return verdict{held: held, until: until, maintenance: held != ""}
+}
+
+// windowHold says why the module must wait for its window and until
 // when, or "" when it may move now.
-func (r *Reconciler) holdForWindow(kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest, now time.Time) (string, time.Time) {
+func (r *Reconciler) windowHold(kyma *v1beta2.Kyma, module *resolve.Module, existing *v1beta2.Manifest, now time.Time) (string, time.Time) {
 	if r.Maintenance == nil || kyma.Spec.SkipMaintenanceWindows || existing == nil || module.Template == nil ||
 		!module.Template.Spec.RequiresDowntime || existing.Spec.Version == module.Version || !module.Installable() || module.Err != nil {
 		return "", time.Time{}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -84,7 +84,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 	template := module.Template
 	revision := string(template.UID) + "/" + template.ResourceVersion
 
-	resources, err := r.pinnedResources(ctx, template, revision, existing)
+	resources, err := r.pinnedResources(ctx, template, revision, existing, module.Pinned)
 	if err != nil {
 		return nil, err
 	}
@@ -136,36 +136,23 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 	return m, nil
 }
 
-// pinnedResources pins the template's links by digest, reusing the existing
-// Manifest's pins when the template has not changed since. A template
-// written the KLM way, with an OCM component descriptor and no
-// spec.resources, has its links derived from the descriptor first
-// (internal/ocm): digest-pinned already, to the component version's layers.
-func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest) ([]v1beta2.ContentResource, error) {
-	fromDescriptor := len(template.Spec.Resources) == 0 && r.Descriptors != nil && ocm.HasDescriptor(template)
+// pinnedResources pins the template's links by digest (content.Templates),
+// reusing the existing Manifest's pins when the template has not changed
+// since, and a rollout's pins when one moves the fleet to this revision of
+// the template (pinned), so that every wave gets the same bytes.
+func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest, pinned []v1beta2.ContentResource) ([]v1beta2.ContentResource, error) {
+	if len(pinned) > 0 {
+		return pinned, nil
+	}
+	templates := content.Templates{Pinner: r.Pinner, Descriptors: r.Descriptors}
+	fromDescriptor := templates.FromDescriptor(template)
 	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision {
 		if len(existing.Spec.Resources) == len(template.Spec.Resources) && !fromDescriptor ||
 			fromDescriptor && len(existing.Spec.Resources) > 0 {
 			return existing.Spec.Resources, nil
 		}
 	}
-	links := template.Spec.Resources
-	if fromDescriptor {
-		derived, err := r.Descriptors.Resources(ctx, template)
-		if err != nil {
-			return nil, fmt.Errorf("ModuleTemplate %s: %w", template.Name, err)
-		}
-		links = derived
-	}
-	resources := make([]v1beta2.ContentResource, 0, len(links))
-	for _, res := range links {
-		pinned, err := r.Pinner.Pin(ctx, res)
-		if err != nil {
-			return nil, fmt.Errorf("pinning %s of ModuleTemplate %s: %w", res.Name, template.Name, err)
-		}
-		resources = append(resources, pinned)
-	}
-	return resources, nil
+	return templates.Pin(ctx, template)
 }
 
 func manifestUpToDate(kyma *v1beta2.Kyma, existing, desired *v1beta2.Manifest) bool {

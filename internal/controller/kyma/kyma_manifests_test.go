@@ -62,7 +62,7 @@ func TestPinnedResourcesFromDescriptor(t *testing.T) {
 			g := NewWithT(t)
 			d := &countingDescriptors{}
 			r := &Reconciler{Pinner: samePinner{}, Descriptors: d}
-			got, err := r.pinnedResources(context.Background(), tt.template, "r1", tt.existing)
+			got, err := r.pinnedResources(context.Background(), tt.template, "r1", tt.existing, nil)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tt.want))
 			g.Expect(d.calls).To(Equal(tt.wantCalls))
@@ -76,7 +76,7 @@ func TestPinnedResourcesDescriptorErrorNamesTheTemplate(t *testing.T) {
 	template.Spec.Descriptor = runtime.RawExtension{Raw: []byte(`{"component":{}}`)}
 	cause := errors.New("no resource raw-manifest")
 	r := &Reconciler{Pinner: samePinner{}, Descriptors: &countingDescriptors{err: cause}}
-	_, err := r.pinnedResources(context.Background(), template, "r1", nil)
+	_, err := r.pinnedResources(context.Background(), template, "r1", nil, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("ModuleTemplate shop-1.0.0: no resource raw-manifest")))
 	g.Expect(errors.Is(err, cause)).To(BeTrue())
 }

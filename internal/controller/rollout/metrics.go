@@ -4,9 +4,7 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
@@ -18,17 +16,8 @@ func recordMetrics(rollout *v1beta2.ModuleRollout) {
 	recordMetricsAt(rollout, time.Now())
 }
 
-// forgetIfNotFound is Reconcile's answer to an error reading the rollout:
-// a rollout that is not found is gone, and so are its metrics; any other
-// error is returned.
-func forgetIfNotFound(name string, err error) error {
-	if apierrors.IsNotFound(err) {
-		forgetMetrics(name)
-	}
-	return client.IgnoreNotFound(err)
-}
-
-// forgetMetrics deletes the metrics of a rollout that is gone.
+// forgetMetrics deletes the metrics of a rollout that is gone: Reconcile
+// calls it when it reads the rollout NotFound.
 func forgetMetrics(name string) {
 	progress.Lock()
 	delete(progress.byName, name)
@@ -43,20 +32,18 @@ func recordMetricsAt(rollout *v1beta2.ModuleRollout, now time.Time) {
 		Phase: s.Phase, Wave: s.Wave,
 		Done: s.Done, InFlight: int32(len(s.InFlight)), Failed: s.FailedCount, Pending: s.Pending,
 		Halted:       s.Phase == v1beta2.RolloutHalted,
-		RollingBack:  rollingBack(s),
+		RollingBack:  rollbackUnderWay(s),
 		LastProgress: lastProgress(rollout, now),
 	})
 }
 
-// rollingBack tells whether a rollback is under way: one was acted on and
-// not refused, it is about the versions the rollout stands between, and
-// the rollout has not completed it.
-func rollingBack(s v1beta2.ModuleRolloutStatus) bool {
+// rollbackUnderWay tells whether a rollback is under way: one was acted on and
+// not refused, the rollout moves the fleet from the version rolled back
+// from (Of, which the planner drops once the channel points to another
+// version) to an earlier one, and has not completed that.
+func rollbackUnderWay(s v1beta2.ModuleRolloutStatus) bool {
 	rb := s.Rollback
-	if rb == nil || rb.Refused != "" || rb.Of == "" || s.Phase == v1beta2.RolloutCompleted {
-		return false
-	}
-	return rb.Of == s.ToVersion || rb.Of == s.FromVersion
+	return rb != nil && rb.Refused == "" && rb.Of != "" && rb.Of != s.ToVersion && s.Phase != v1beta2.RolloutCompleted
 }
 
 // progress remembers, per rollout, the progress last seen and when it was

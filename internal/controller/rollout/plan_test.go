@@ -52,8 +52,13 @@ func (f *fleet) at(version string) []string {
 }
 
 var (
-	v1 = Channel{Version: "1.0.0", Template: "kcp-system/m-1.0.0@1"}
-	v2 = Channel{Version: "2.0.0", Template: "kcp-system/m-2.0.0@7"}
+	v1 = Channel{Version: "1.0.0", Template: "kcp-system/m-1.0.0@1", ContentOf: "1.0.0", Releases: releases}
+	v2 = Channel{Version: "2.0.0", Template: "kcp-system/m-2.0.0@7", ContentOf: "2.0.0", Releases: releases}
+
+	releases = map[string]Release{
+		"1.0.0": {Template: "kcp-system/m-1.0.0@1"},
+		"2.0.0": {Template: "kcp-system/m-2.0.0@7", RollbackTo: []string{"1.x"}},
+	}
 )
 
 func policy() v1beta2.ModuleRolloutSpec {
@@ -322,7 +327,8 @@ func TestPlanCountsARuntimePastItsProgressDeadlineAsFailed(t *testing.T) {
 	g.Expect(status.Phase).To(Equal(v1beta2.RolloutHalted))
 	g.Expect(status.Failed).To(ConsistOf(late))
 	g.Expect(status.InFlight).To(BeEmpty())
-	g.Expect(status.HaltReason).To(ContainSubstring(late + " did not become Ready within progressDeadline (10m0s)"))
+	g.Expect(status.HaltReason).To(ContainSubstring(late + " (not Ready within progressDeadline (10m0s))"))
+	g.Expect(status.Runtimes.Failed).To(ContainElement(v1beta2.RolloutRuntime{Kyma: late, Reason: "not Ready within progressDeadline (10m0s)"}))
 	g.Expect(f.at("2.0.0")).To(HaveLen(2), "no further wave")
 
 	f.move([]string{late}, v1beta2.StateReady)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 )
 
 // Rollout is one rollout as lmctl shows it: stable field names for scripts
@@ -105,10 +106,9 @@ type Condition struct {
 }
 
 // PlannerStaleAfter is how old a moving rollout's plan may be before lmctl
-// says no planner looks at it: the planner looks at least every 30 s while
-// a rollout moves, and the LifecycleManagerRolloutPlannerAbsent alert
-// fires after the same time (plus its 5 minutes).
-const PlannerStaleAfter = 5 * time.Minute
+// says no planner looks at it: when the Kymas say so too (the planner
+// looks at least every 30 s while a rollout moves).
+const PlannerStaleAfter = kyma.DefaultRolloutPlannerTimeout
 
 // List reads every rollout in the namespace, by name.
 func List(ctx context.Context, c client.Reader, namespace string) ([]Rollout, error) {

@@ -1,0 +1,63 @@
+package content
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
+)
+
+// LinkPinner turns a content link into a digest-pinned one (Pipeline.Pin).
+type LinkPinner interface {
+	Pin(ctx context.Context, resource v1beta2.ContentResource) (v1beta2.ContentResource, error)
+}
+
+// Descriptors derives the content links of a ModuleTemplate written the
+// KLM way, with an OCM component descriptor and no spec.resources
+// (internal/ocm). Its errors that only a new template can fix wrap
+// ocm.ErrInvalid.
+type Descriptors interface {
+	Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error)
+}
+
+// Templates resolves what a ModuleTemplate installs into links pinned by
+// digest, as a Manifest carries them: for the Kyma controller, which pins
+// a version's content once per template change, and for the rollout
+// planner, which pins it once per rollout so that every wave gets the same
+// bytes.
+type Templates struct {
+	Pinner LinkPinner
+	// Descriptors, when set, derives the links of templates that carry
+	// only an OCM component descriptor; without it they have none.
+	Descriptors Descriptors
+}
+
+// FromDescriptor tells whether the template's links come from its OCM
+// component descriptor rather than its spec.resources.
+func (t Templates) FromDescriptor(template *v1beta2.ModuleTemplate) bool {
+	return len(template.Spec.Resources) == 0 && t.Descriptors != nil && ocm.HasDescriptor(template)
+}
+
+// Pin returns the template's links pinned by digest: an oci:// tag resolves
+// to its layer's digest, an http(s) URL gets the digest of its body, and a
+// descriptor's links are pinned already, to the component version's layers.
+func (t Templates) Pin(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error) {
+	links := template.Spec.Resources
+	if t.FromDescriptor(template) {
+		derived, err := t.Descriptors.Resources(ctx, template)
+		if err != nil {
+			return nil, fmt.Errorf("ModuleTemplate %s: %w", template.Name, err)
+		}
+		links = derived
+	}
+	resources := make([]v1beta2.ContentResource, 0, len(links))
+	for _, res := range links {
+		pinned, err := t.Pinner.Pin(ctx, res)
+		if err != nil {
+			return nil, fmt.Errorf("pinning %s of ModuleTemplate %s: %w", res.Name, template.Name, err)
+		}
+		resources = append(resources, pinned)
+	}
+	return resources, nil
+}
