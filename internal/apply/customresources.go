@@ -89,8 +89,7 @@ func DeleteCustomResource(ctx context.Context, c client.Client, cr *unstructured
 	if live.DeletionTimestamp != nil {
 		return CustomResourceDeleting, nil
 	}
-	uid := live.UID
-	err := c.Delete(ctx, live, client.Preconditions{UID: &uid})
+	err := deleteExactly(ctx, c, cr.GroupVersionKind(), live.ObjectMeta)
 	switch {
 	case err == nil:
 		return CustomResourceDeleting, nil

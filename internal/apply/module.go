@@ -291,13 +291,7 @@ func (a *Applier) remove(ctx context.Context, r v1beta2.Resource, opts RemoveOpt
 			return nil
 		}
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(gvk)
-	obj.ObjectMeta = *live
-	// The UID precondition makes sure that the object deleted is the one
-	// whose labels were checked, not one created under its name since.
-	uid := live.UID
-	err = a.client.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = deleteExactly(ctx, a.client, gvk, *live, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 		return fmt.Errorf("deleting %s: %w", name, err)
 	}
@@ -410,4 +404,20 @@ func resourceOf(obj *unstructured.Unstructured) v1beta2.Resource {
 		GroupVersionKind: metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
 		Name:             obj.GetName(), Namespace: obj.GetNamespace(),
 	}
+}
+
+// deleteExactly deletes the object live describes, of kind gvk. The UID
+// precondition makes sure that the object deleted is the one whose labels
+// were checked, not one created under its name since. It deletes through
+// an unstructured object: the API server answers a delete that a finalizer
+// holds up with the object itself, which controller-runtime's typed path
+// (a PartialObjectMetadata goes there) cannot decode for a kind outside the
+// scheme, and a delete that took effect would be reported as failed.
+func deleteExactly(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, live metav1.ObjectMeta, opts ...client.DeleteOption) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(live.Namespace)
+	obj.SetName(live.Name)
+	uid := live.UID
+	return c.Delete(ctx, obj, append([]client.DeleteOption{client.Preconditions{UID: &uid}}, opts...)...)
 }
