@@ -47,6 +47,7 @@ func run() int {
 	flag.IntVar(&opts.Kymas, "kymas", opts.Kymas, "Kymas (runtimes) to install.")
 	flag.IntVar(&opts.Modules, "modules", opts.Modules, "Modules per Kyma.")
 	flag.IntVar(&opts.Runtimes, "runtimes", opts.Runtimes, "Runtime API servers the Kymas share, round-robin; each Kyma uses a namespace of its own (spec.syncNamespace).")
+	flag.IntVar(&opts.Shards, "shards", opts.Shards, "Run the operator as this many shards (--shards, --shard-id), each a whole operator in this process, shard 0 planning the rollouts; 0 or 1 runs one operator.")
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime (the product's default); each Kyma gets its own copy in its namespace.")
 	flag.BoolVar(&opts.Upgrade, "upgrade", opts.Upgrade, "Run the fleet-wide upgrade (channel moved to 2.0.0 for every module) after the install.")
 	rollout := opts.Rollout

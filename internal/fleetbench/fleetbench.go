@@ -38,6 +38,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
@@ -61,6 +62,10 @@ type Options struct {
 	Kymas    int
 	Modules  int
 	Runtimes int
+	// Shards, above 1, runs the operator as that many shards (--shards,
+	// --shard-id), each a whole operator of its own in this process, with
+	// shard 0 planning the rollouts for all; 0 or 1 runs one operator.
+	Shards int
 	// CatalogSync copies the catalog into every runtime as the product does
 	// by default. Off by default here: with one sync namespace per Kyma
 	// every Kyma gets its own copy, which multiplies runtime writes.
@@ -146,6 +151,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("modules must be between 1 and %d", maxModules)
 	case o.Runtimes < 1:
 		return errors.New("at least one runtime API server is needed")
+	case o.Shards < 0:
+		return errors.New("shards must not be negative")
 	case o.KymaConcurrency < 1 || o.ManifestConcurrency < 1 || o.CreateConcurrency < 1 || o.RawConcurrency < 1:
 		return errors.New("concurrency settings must be at least 1")
 	case o.RawWrites < 0 || o.Idle < 0 || o.SampleInterval <= 0:
@@ -169,7 +176,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	b := &bench{opts: opts, modules: ModuleNames(opts.Modules), tracker: newTracker(opts.Kymas)}
 	b.report = &Report{
 		Scenario: Scenario{
-			Kymas: opts.Kymas, Modules: opts.Modules, Manifests: opts.Kymas * opts.Modules, Runtimes: opts.Runtimes,
+			Kymas: opts.Kymas, Modules: opts.Modules, Manifests: opts.Kymas * opts.Modules, Runtimes: opts.Runtimes, Shards: opts.Shards,
 			CatalogSync: opts.CatalogSync, KymaConcurrency: opts.KymaConcurrency, ManifestConcurrency: opts.ManifestConcurrency,
 			KCPQPS: opts.KCPQPS, KCPBurst: opts.KCPBurst, RuntimeQPS: opts.RuntimeQPS, RuntimeBurst: opts.RuntimeBurst,
 			ReadyInterval: readyInterval(opts.ReadyInterval).String(), IdleSeconds: opts.Idle.Seconds(),
@@ -217,6 +224,8 @@ type bench struct {
 	background     sync.WaitGroup
 	stopOperator   context.CancelFunc
 	operatorDone   chan error
+	// operators is how many operators (shards) were started.
+	operators int
 
 	mu          sync.Mutex
 	phase       string
@@ -450,7 +459,7 @@ func readyInterval(d time.Duration) time.Duration {
 
 // startOperator starts the operator in-process with its production
 // defaults, except for the settings the benchmark varies, and waits until
-// its caches are synced.
+// its caches are synced: one operator, or one per shard (Options.Shards).
 func (b *bench) startOperator(ctx context.Context) error {
 	opts := operator.DefaultOptions()
 	opts.Config = withLimits(b.kcp.Config(), b.opts.KCPQPS, b.opts.KCPBurst)
@@ -469,17 +478,29 @@ func (b *bench) startOperator(ctx context.Context) error {
 	// the whole fleet as that few runtimes.
 	opts.MaxWorkersPerRuntime = 0
 
+	shards := max(b.opts.Shards, 1)
 	opCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	mgr, err := operator.New(opCtx, opts)
-	if err != nil {
-		stop()
-		return fmt.Errorf("creating the operator: %w", err)
-	}
 	b.stopOperator = stop
-	b.operatorDone = make(chan error, 1)
-	go func() { b.operatorDone <- mgr.Start(opCtx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("the operator's caches did not sync: %w", ctx.Err())
+	b.operatorDone = make(chan error, shards)
+	// Shards share this process, and so do the operators of earlier runs
+	// in a test binary.
+	opts.SharesProcess = true
+	for id := range shards {
+		if shards > 1 {
+			// Each shard is a whole operator, as its own process would be
+			// (its caches, its controllers, its clients), without leader
+			// election: one process per shard.
+			opts.Shard = shard.Shard{Count: shards, ID: id}
+		}
+		mgr, err := operator.New(opCtx, opts)
+		if err != nil {
+			return fmt.Errorf("creating the operator (shard %d of %d): %w", id, shards, err)
+		}
+		b.operators++
+		go func() { b.operatorDone <- mgr.Start(opCtx) }()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("the operator's caches did not sync: %w", ctx.Err())
+		}
 	}
 	return nil
 }
@@ -824,13 +845,18 @@ func progressLine(sample Sample, prev, cur snapshot, withWrites bool) string {
 func (b *bench) close() {
 	if b.stopOperator != nil {
 		b.stopOperator()
-		select {
-		case err := <-b.operatorDone:
-			if err != nil {
-				fmt.Fprintf(b.opts.Progress, "operator: %v\n", err)
+		deadline := time.After(time.Minute)
+	wait:
+		for range b.operators {
+			select {
+			case err := <-b.operatorDone:
+				if err != nil {
+					fmt.Fprintf(b.opts.Progress, "operator: %v\n", err)
+				}
+			case <-deadline:
+				fmt.Fprintln(b.opts.Progress, "operator: did not stop within a minute")
+				break wait
 			}
-		case <-time.After(time.Minute):
-			fmt.Fprintln(b.opts.Progress, "operator: did not stop within a minute")
 		}
 	}
 	if b.stopBackground != nil {

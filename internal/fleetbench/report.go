@@ -44,6 +44,7 @@ type Scenario struct {
 	Modules             int     `json:"modules"`
 	Manifests           int     `json:"manifests"`
 	Runtimes            int     `json:"runtimes"`
+	Shards              int     `json:"shards,omitempty"`
 	CatalogSync         bool    `json:"catalogSync"`
 	KymaConcurrency     int     `json:"kymaConcurrency"`
 	ManifestConcurrency int     `json:"manifestConcurrency"`
@@ -304,8 +305,12 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nFleet benchmark: %d Kymas × %d modules = %d Manifests on %d runtime API servers; catalog sync %s\n",
 		s.Kymas, s.Modules, s.Manifests, s.Runtimes, catalog)
-	fmt.Fprintf(w, "operator: Kyma concurrency %d, Manifest concurrency %d, KCP client QPS %s, runtime client QPS %s, Ready interval %s\n",
-		s.KymaConcurrency, s.ManifestConcurrency, qps(s.KCPQPS, s.KCPBurst), qps(s.RuntimeQPS, s.RuntimeBurst), s.ReadyInterval)
+	shards := "one process"
+	if s.Shards > 1 {
+		shards = fmt.Sprintf("%d shards in this process, shard 0 planning the rollouts", s.Shards)
+	}
+	fmt.Fprintf(w, "operator: %s; Kyma concurrency %d, Manifest concurrency %d, KCP client QPS %s, runtime client QPS %s, Ready interval %s\n",
+		shards, s.KymaConcurrency, s.ManifestConcurrency, qps(s.KCPQPS, s.KCPBurst), qps(s.RuntimeQPS, s.RuntimeBurst), s.ReadyInterval)
 	m := r.Machine
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %s RAM, %s, %s; load average %.1f at start, %.1f at end\n",
 		m.CPUs, m.CPUModel, bytesIEC(m.MemoryBytes), m.Kernel, m.GoVersion, m.LoadAverageStart, m.LoadAverageEnd)

@@ -16,11 +16,16 @@ import (
 )
 
 // The rollout phase (SPEC G1) moves one module's channel to rolloutVersion
-// under a ModuleRollout and measures the rollout against its ideal: the
-// same waves back to back, each starting the moment the one before has
-// soaked. What is left between the two is what the rollout machinery adds:
-// noticing the channel move, admitting a wave, noticing it Ready, and the
-// Kymas' status catching up.
+// under a ModuleRollout and measures the rollout against two ideals:
+//   - at the measured speed: each wave as long as its runtimes take at the
+//     speed the same operator moved Manifests in the fleet-wide upgrade
+//     of this run (else the install), plus the soaks between waves. What
+//     is left is everything the rollout adds: noticing the channel move,
+//     admitting a wave, shards learning of it, a wave's latency, noticing
+//     it Ready.
+//   - back to back: the same waves with their own measured upgrade times,
+//     each starting the moment the one before has soaked. What is left is
+//     the time lost between waves.
 
 // rolloutVersion is the version the rollout phase moves the first module
 // to; only that module publishes it.
@@ -113,6 +118,50 @@ type Rollout struct {
 	// AtOnceSeconds is the fleet-wide upgrade of the same run, with no
 	// rollout policy, for comparison (0 without an upgrade phase).
 	AtOnceSeconds float64 `json:"atOnceSeconds,omitempty"`
+	// Shards is how many shards ran the operator (0: one process).
+	Shards int `json:"shards,omitempty"`
+	// ManifestsPerSecond is the speed the ideal at speed assumes: the
+	// Manifests per second the fleet-wide upgrade of this run moved
+	// (SpeedFrom "upgrade"), else its install ("install").
+	ManifestsPerSecond float64 `json:"manifestsPerSecond,omitempty"`
+	SpeedFrom          string  `json:"speedFrom,omitempty"`
+	// IdealAtSpeedSeconds is, over the waves as run, each wave's Kymas
+	// (one Manifest each) at ManifestsPerSecond, plus a soak between each
+	// two waves; RatioToIdealAtSpeed is TotalSeconds over it.
+	IdealAtSpeedSeconds float64 `json:"idealAtSpeedSeconds,omitempty"`
+	RatioToIdealAtSpeed float64 `json:"ratioToIdealAtSpeed,omitempty"`
+}
+
+// atSpeed fills the ideal at speed: the waves as run, each taking its
+// Kymas ÷ speed, and soak between each two.
+func (r *Rollout) atSpeed(speed float64, from string, soak time.Duration) {
+	if speed <= 0 || len(r.Waves) == 0 {
+		return
+	}
+	r.ManifestsPerSecond, r.SpeedFrom = speed, from
+	ideal := 0.0
+	for i := range r.Waves {
+		r.Waves[i].IdealSeconds = float64(r.Waves[i].Kymas) / speed
+		ideal += r.Waves[i].IdealSeconds
+		if i > 0 {
+			ideal += soak.Seconds()
+		}
+	}
+	r.IdealAtSpeedSeconds = ideal
+	if r.TotalSeconds > 0 && ideal > 0 {
+		r.RatioToIdealAtSpeed = r.TotalSeconds / ideal
+	}
+}
+
+// manifestSpeed is the Manifests per second the first converged phase of
+// phases moved (every phase moves all manifests), and that phase's name.
+func manifestSpeed(manifests int, phases ...*Phase) (float64, string) {
+	for _, p := range phases {
+		if p != nil && p.Converged && p.Seconds > 0 {
+			return float64(manifests) / p.Seconds, p.Name
+		}
+	}
+	return 0, ""
 }
 
 // Policy is the rollout policy as run.
@@ -132,6 +181,8 @@ type Wave struct {
 	StartSeconds   float64 `json:"startSeconds"`
 	ReadySeconds   float64 `json:"readySeconds"`
 	UpgradeSeconds float64 `json:"upgradeSeconds"`
+	// IdealSeconds is the wave's Kymas at the measured speed.
+	IdealSeconds float64 `json:"idealSeconds,omitempty"`
 	// WaitSeconds is the time after the previous wave's soak ended until
 	// this wave was admitted (for the first wave: since the channel move).
 	WaitSeconds float64 `json:"waitSeconds"`
@@ -196,6 +247,9 @@ func (b *bench) runRollout(ctx, bg context.Context) (*Rollout, error) {
 	if b.report.Upgrade != nil && b.report.Upgrade.Converged {
 		r.AtOnceSeconds = b.report.Upgrade.Seconds
 	}
+	r.Shards = b.opts.Shards
+	speed, from := manifestSpeed(b.opts.Kymas*b.opts.Modules, b.report.Upgrade, b.report.Install)
+	r.atSpeed(speed, from, policy.Soak)
 	if err == nil && r.Halted != "" {
 		err = fmt.Errorf("the rollout halted: %s", r.Halted)
 	}
@@ -368,11 +422,19 @@ func (r *Rollout) print(w io.Writer) {
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nrollout of %s to %s (canary %d, maxInFlight %s, soak %gs): %d waves (planned %v)",
-		r.Module, rolloutVersion, r.Policy.Canary, r.Policy.MaxInFlight, r.Policy.SoakSeconds, len(r.Waves), r.PlannedWaves)
+	shards := ""
+	if r.Shards > 1 {
+		shards = fmt.Sprintf(", %d shards", r.Shards)
+	}
+	fmt.Fprintf(w, "\nrollout of %s to %s (canary %d, maxInFlight %s, soak %gs%s): %d waves (planned %v)",
+		r.Module, rolloutVersion, r.Policy.Canary, r.Policy.MaxInFlight, r.Policy.SoakSeconds, shards, len(r.Waves), r.PlannedWaves)
 	if r.TotalSeconds > 0 {
-		fmt.Fprintf(w, "; total %.1fs, ideal for these waves %.1fs (ratio %.2f; overhead %.1fs, %.1fs of it before the first wave)",
-			r.TotalSeconds, r.IdealSeconds, r.RatioToIdeal, r.OverheadSeconds, r.StartSeconds)
+		fmt.Fprintf(w, "; total %.1fs", r.TotalSeconds)
+		if r.IdealAtSpeedSeconds > 0 {
+			fmt.Fprintf(w, "; ideal at the %s's %.1f Manifests/s %.1fs (ratio %.2f)", r.SpeedFrom, r.ManifestsPerSecond, r.IdealAtSpeedSeconds, r.RatioToIdealAtSpeed)
+		}
+		fmt.Fprintf(w, "; these waves back to back %.1fs (ratio %.2f; overhead %.1fs, %.1fs of it before the first wave)",
+			r.IdealSeconds, r.RatioToIdeal, r.OverheadSeconds, r.StartSeconds)
 	}
 	if r.AtOnceSeconds > 0 {
 		fmt.Fprintf(w, "; the fleet-wide upgrade of every module without a policy took %.1fs", r.AtOnceSeconds)
@@ -382,10 +444,10 @@ func (r *Rollout) print(w io.Writer) {
 		fmt.Fprintf(w, "rollout halted: %s\n", r.Halted)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "wave\tKymas\tadmitted\tReady\tupgrade\twaited after soak\t")
+	fmt.Fprintln(tw, "wave\tKymas\tadmitted\tReady\tupgrade\tideal at speed\twaited after soak\t")
 	for _, wave := range r.Waves {
-		fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%.1fs\t%.1fs\t%.2fs\t\n",
-			wave.Index, wave.Kymas, wave.StartSeconds, wave.ReadySeconds, wave.UpgradeSeconds, wave.WaitSeconds)
+		fmt.Fprintf(tw, "%d\t%d\t%.1fs\t%.1fs\t%.1fs\t%.1fs\t%.2fs\t\n",
+			wave.Index, wave.Kymas, wave.StartSeconds, wave.ReadySeconds, wave.UpgradeSeconds, wave.IdealSeconds, wave.WaitSeconds)
 	}
 	_ = tw.Flush()
 }

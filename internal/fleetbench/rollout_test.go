@@ -97,3 +97,30 @@ func TestRolloutRecorderFigures(t *testing.T) {
 		t.Errorf("halted = %q", got)
 	}
 }
+
+// The ideal at speed is each wave's Kymas at the measured Manifests per
+// second, plus a soak between each two waves, whatever the waves took.
+func TestRolloutIdealAtSpeed(t *testing.T) {
+	r := &Rollout{TotalSeconds: 60, Waves: []Wave{{Kymas: 2, UpgradeSeconds: 1.5}, {Kymas: 20, UpgradeSeconds: 3}, {Kymas: 18, UpgradeSeconds: 2}}}
+	r.atSpeed(10, "upgrade", 15*time.Second)
+	if got := []float64{r.Waves[0].IdealSeconds, r.Waves[1].IdealSeconds, r.Waves[2].IdealSeconds}; !slices.Equal(got, []float64{0.2, 2, 1.8}) {
+		t.Errorf("waves' ideal = %v, want [0.2 2 1.8]", got)
+	}
+	if math.Abs(r.IdealAtSpeedSeconds-34) > 1e-9 || math.Abs(r.RatioToIdealAtSpeed-60.0/34) > 1e-9 {
+		t.Errorf("ideal %v, ratio %v; want 4 s of waves + 2 soaks of 15 s = 34 s, ratio %v", r.IdealAtSpeedSeconds, r.RatioToIdealAtSpeed, 60.0/34)
+	}
+	if r.ManifestsPerSecond != 10 || r.SpeedFrom != "upgrade" {
+		t.Errorf("speed %v from %q", r.ManifestsPerSecond, r.SpeedFrom)
+	}
+
+	install := &Phase{Name: phaseInstall, Converged: true, Seconds: 50}
+	upgrade := &Phase{Name: phaseUpgrade, Converged: false, Seconds: 30}
+	if speed, from := manifestSpeed(1000, upgrade, install); speed != 20 || from != phaseInstall {
+		t.Errorf("manifestSpeed = %v from %q, want 20 from the install (the upgrade did not converge)", speed, from)
+	}
+	none := &Rollout{}
+	none.atSpeed(0, "", time.Second)
+	if none.IdealAtSpeedSeconds != 0 {
+		t.Errorf("without a speed the ideal is %v, want none", none.IdealAtSpeedSeconds)
+	}
+}

@@ -72,16 +72,24 @@ var (
 	}, []string{"controller"})
 )
 
+// operatorCollectors are the operator's and the listener's metrics, served
+// from controller-runtime's registry.
+func operatorCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady, RuntimeSlotsFull, ManifestChecks,
+		ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
+		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes,
+		RolloutPhase, RolloutWave, RolloutRuntimes, RolloutHalted, RolloutRollingBack, RolloutLastProgress, RolloutPlanned,
+	}
+}
+
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
-	crmetrics.Registry.MustRegister(ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady)
-	crmetrics.Registry.MustRegister(RuntimeSlotsFull, ManifestChecks)
+	crmetrics.Registry.MustRegister(operatorCollectors()...)
 	// Both results exist from the start, so that the dashboard's rate of
 	// checks and its alerts see the series before the first check.
 	for _, result := range []string{CheckUnchanged, CheckReconcile} {
 		ManifestChecks.WithLabelValues(result).Add(0)
 	}
-	crmetrics.Registry.MustRegister(ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
-		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes)
 }
 
 // CountRequeue counts why a controller will look at an object again: the

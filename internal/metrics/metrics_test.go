@@ -45,6 +45,13 @@ func TestOperatorAndListenerMetricsOnControllerRuntimeRegistry(t *testing.T) {
 		{metrics.ListenerRateLimitBuckets, "lifecycle_manager_listener_rate_limit_buckets", "{}"},
 		{metrics.WatcherFallbackRequeues, "lifecycle_manager_watcher_fallback_requeues_total", "{}"},
 		{metrics.WatcherSilentRuntimes, "lifecycle_manager_watcher_silent_runtimes", "{}"},
+		{metrics.RolloutPhase, "lifecycle_manager_rollout_phase", "{rollout,module,channel,phase}"},
+		{metrics.RolloutWave, "lifecycle_manager_rollout_wave", "{rollout,module,channel}"},
+		{metrics.RolloutRuntimes, "lifecycle_manager_rollout_runtimes", "{rollout,module,channel,state}"},
+		{metrics.RolloutHalted, "lifecycle_manager_rollout_halted", "{rollout,module,channel}"},
+		{metrics.RolloutRollingBack, "lifecycle_manager_rollout_rolling_back", "{rollout,module,channel}"},
+		{metrics.RolloutLastProgress, "lifecycle_manager_rollout_last_progress_timestamp_seconds", "{rollout,module,channel}"},
+		{metrics.RolloutPlanned, "lifecycle_manager_rollout_planned_timestamp_seconds", "{rollout,module,channel,phase}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

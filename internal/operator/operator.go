@@ -38,6 +38,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -80,6 +81,10 @@ type Options struct {
 	// --shard-id): only the Kymas of its shard, with one leader per shard.
 	// The zero value is the whole fleet.
 	Shard shard.Shard
+	// SharesProcess lets more than one operator run in this process (the
+	// benchmark's shards): their controllers have the same names, which
+	// controller-runtime otherwise refuses.
+	SharesProcess bool
 	// PauseSelector pauses every Kyma it matches, like the
 	// skip-reconciliation label does for one. Empty pauses none.
 	PauseSelector string
@@ -256,6 +261,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Every process, planner or not, reports how fresh the rollouts' plans
+	// are: a planner that does not run cannot say so itself.
+	metrics.ReportRolloutPlans(ctx, mgr.GetCache(), opts.Namespace)
 	return mgr, nil
 }
 
@@ -287,7 +295,7 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		// The controllers' order (internal/priority) needs the priority
 		// queue: controller-runtime's default, set here so that a change of
 		// that default cannot undo it.
-		Controller: config.Controller{UsePriorityQueue: ptr.To(true)},
+		Controller: config.Controller{UsePriorityQueue: ptr.To(true), SkipNameValidation: ptr.To(opts.SharesProcess)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

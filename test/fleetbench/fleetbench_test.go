@@ -8,6 +8,7 @@ package fleetbench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/fleetbench"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
 const (
@@ -188,6 +190,70 @@ func checkRollout(t *testing.T, report *fleetbench.Report) {
 	}
 	if r.AtOnceSeconds != report.Upgrade.Seconds {
 		t.Errorf("rollout: fleet-wide upgrade for comparison %v, want the upgrade phase's %v", r.AtOnceSeconds, report.Upgrade.Seconds)
+	}
+}
+
+// TestShardedRolloutPhase runs the rollout phase with the operator split
+// into three shards, shard 0 planning for all: the rollout runs the waves
+// its policy makes (canary 2, then 4, 4 and 2) one after the other across
+// the shards, every Kyma of every shard reaches the new version, and the
+// report compares the total with the ideal at the install's measured speed.
+func TestShardedRolloutPhase(t *testing.T) {
+	const (
+		shards       = 3
+		shardedKymas = 12
+	)
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	// The fleet is spread over every shard.
+	owners := map[int]int{}
+	for i := range shardedKymas {
+		owners[shard.Of(fmt.Sprintf("kyma-%05d", i), shards)]++
+	}
+	if len(owners) != shards {
+		t.Fatalf("the %d Kymas fall into shards %v; want all %d", shardedKymas, owners, shards)
+	}
+
+	opts := fleetbench.DefaultOptions()
+	opts.Kymas, opts.Modules, opts.Runtimes, opts.Shards = shardedKymas, 2, runtimes, shards
+	opts.Upgrade, opts.Idle, opts.RawWrites = false, 0, 0
+	opts.SampleInterval = time.Second
+	opts.Progress = testWriter{t}
+	opts.Rollout = &fleetbench.RolloutOptions{Canary: 2, MaxInFlight: intstr.FromInt32(4), Soak: rolloutSoak}
+	report, err := fleetbench.Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("the benchmark failed: %v", err)
+	}
+	if !report.Converged || report.Scenario.Shards != shards {
+		t.Errorf("converged %v (%s), shards %d; want converged with %d shards", report.Converged, report.Error, report.Scenario.Shards, shards)
+	}
+	r := report.Rollout
+	if r == nil || r.Phase == nil {
+		t.Fatal("the report has no rollout phase")
+	}
+	if p := r.Phase; !p.Converged || p.KymasDone != shardedKymas || r.Halted != "" {
+		t.Errorf("rollout: %d of %d Kymas done (converged %v, halted %q); not done: %v", p.KymasDone, p.KymasTotal, p.Converged, r.Halted, p.NotDone)
+	}
+	wantWaves := []int{2, 4, 4, 2}
+	var sizes []int
+	for i, w := range r.Waves {
+		sizes = append(sizes, w.Kymas)
+		if i > 0 && w.StartSeconds < r.Waves[i-1].ReadySeconds {
+			t.Errorf("wave %d admitted at %vs, before wave %d was Ready at %vs", i, w.StartSeconds, i-1, r.Waves[i-1].ReadySeconds)
+		}
+		if w.IdealSeconds <= 0 {
+			t.Errorf("wave %d has no ideal at speed: %+v", i, w)
+		}
+	}
+	if !slices.Equal(sizes, wantWaves) || !slices.Equal(r.PlannedWaves, wantWaves) {
+		t.Errorf("waves as run %v, planned %v; want %v", sizes, r.PlannedWaves, wantWaves)
+	}
+	soaks := float64(len(wantWaves)-1) * rolloutSoak.Seconds()
+	if r.Shards != shards || r.SpeedFrom != "install" || r.ManifestsPerSecond <= 0 ||
+		r.IdealAtSpeedSeconds <= soaks || r.RatioToIdealAtSpeed <= 0 || r.TotalSeconds < soaks {
+		t.Errorf("rollout figures: shards %d, %v Manifests/s from %q, ideal at speed %vs (ratio %v), total %vs; want the install's speed and an ideal above the %vs of soaks",
+			r.Shards, r.ManifestsPerSecond, r.SpeedFrom, r.IdealAtSpeedSeconds, r.RatioToIdealAtSpeed, r.TotalSeconds, soaks)
 	}
 }
 

@@ -1,6 +1,8 @@
 package watcher
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -12,9 +14,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
+	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
@@ -30,17 +36,62 @@ func TestDashboardAndAlertSeriesExist(t *testing.T) {
 	g := NewWithT(t)
 	k := newWatchedKyma(t, "metrics")
 	k.installEvolving(g)
+	// A rollout of the module, so that the rollout alerts' series exist.
+	ctx := context.Background()
+	ro := &v1beta2.ModuleRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-evolving", Namespace: kcpNamespace},
+		Spec:       v1beta2.ModuleRolloutSpec{ModuleName: samplemodules.Evolving, Channel: "regular", MaxInFlight: intstr.FromInt32(1)},
+	}
+	g.Expect(env.kcpClient.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, ro) })
 
 	wanted := queriedSeries(t)
-	g.Expect(wanted).To(ContainElements("lifecycle_manager_kyma_state", "lifecycle_manager_module_time_to_ready_seconds", "workqueue_depth"),
-		"the dashboard and the alerts query the fleet's states, time to Ready and queue depth")
+	g.Expect(wanted).To(ContainElements("lifecycle_manager_kyma_state", "lifecycle_manager_module_time_to_ready_seconds", "workqueue_depth",
+		"lifecycle_manager_rollout_halted", "lifecycle_manager_rollout_last_progress_timestamp_seconds", "lifecycle_manager_rollout_planned_timestamp_seconds"),
+		"the dashboard and the alerts query the fleet's states, time to Ready, queue depth and the rollouts")
 	g.Eventually(func(g Gomega) {
 		families := scrape(g)
 		for _, name := range wanted {
 			family, ok := families[name]
 			g.Expect(ok && len(family.GetMetric()) > 0).To(BeTrue(), "the operator's /metrics has no series %s", name)
 		}
+		g.Expect(rolloutSeries(families, ro.Name)).To(ContainElements(
+			`lifecycle_manager_rollout_phase{phase="Completed"} 1`, `lifecycle_manager_rollout_halted 0`,
+			`lifecycle_manager_rollout_runtimes{state="failed"} 0`))
 	}, timeout, interval).Should(Succeed())
+
+	// A rollout deleted takes its series with it.
+	g.Expect(env.kcpClient.Delete(ctx, ro)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return rolloutSeries(scrape(g), ro.Name) }, timeout, interval).Should(BeEmpty())
+}
+
+// rolloutSeries are the series of a rollout among families, as
+// "name{other labels} value".
+func rolloutSeries(families map[string]*dto.MetricFamily, rollout string) []string {
+	var out []string
+	for name, family := range families {
+		for _, m := range family.GetMetric() {
+			mine, labels := false, []string{}
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "rollout":
+					mine = l.GetValue() == rollout
+				case "module", "channel":
+				default:
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+			}
+			if !mine {
+				continue
+			}
+			s := name
+			if len(labels) > 0 {
+				s += "{" + strings.Join(labels, ",") + "}"
+			}
+			out = append(out, fmt.Sprintf("%s %v", s, m.GetGauge().GetValue()))
+		}
+	}
+	return out
 }
 
 // queriedSeries are the metric families the chart's dashboard and alerts

@@ -89,6 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, rollout); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pins.forget(req.NamespacedName)
+			forgetMetrics(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
