@@ -134,7 +134,11 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 	next.ObservedGeneration = rollout.Generation
 	next.PlannedAt = r.plannedAt(rollout.Status, next, now)
 	rollout.Status = next
-	if next.Phase != v1beta2.RolloutHalted && next.Phase != v1beta2.RolloutCompleted {
+	// A moving rollout is looked at every Poll; so is a halted one with
+	// analyses, whose outcomes change with no event to say so (the halt
+	// holds, its status shows the fleet recovering).
+	analysed := next.Phase == v1beta2.RolloutHalted && len(rollout.Spec.Analysis) > 0
+	if next.Phase != v1beta2.RolloutHalted && next.Phase != v1beta2.RolloutCompleted || analysed {
 		after = cmp.Or(min(after, r.Poll), r.Poll)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Rollout planned", "phase", next.Phase, "wave", next.Wave, "inFlight", len(next.InFlight), "done", next.Done, "total", next.Total)
