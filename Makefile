@@ -21,6 +21,8 @@ KWOK_VERSION        := v0.8.0
 CONTROLLER_GEN      := $(BIN)/controller-gen
 GOLANGCI_LINT       := $(BIN)/golangci-lint
 GOTESTSUM           := $(BIN)/gotestsum
+# The Prometheus of the rollout analysis tests; its version is hack/prometheus/go.mod's.
+PROMETHEUS          := $(BIN)/prometheus
 
 export LM_TESTBIN_DIR := $(BIN)
 
@@ -68,7 +70,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (config/crd/bases), the operator's
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files or go.mod files are not up to date.
-	@for d in . api hack/tools hack/devtools/controller-gen hack/devtools/golangci-lint hack/devtools/gotestsum; do \
+	@for d in . api hack/tools hack/prometheus hack/devtools/controller-gen hack/devtools/golangci-lint hack/devtools/gotestsum; do \
 		(cd $$d && $(GO) mod tidy); done
 	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum hack)" ]; then \
 		echo "Generated files or go.mod files are out of date; run 'make generate manifests' and 'go mod tidy', then commit:"; \
@@ -85,10 +87,21 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint on the project and its API module.
 testbin: ## Build the control-plane binaries the tests run (kube-apiserver, etcd, kwok, ...) into bin/.
 	@$(ROOT)/hack/testbin.sh $(BIN) $(KUBERNETES_VERSION) $(ETCD_VERSION) $(KWOK_VERSION)
 
+# The tests of rollout analyses (internal/analysis, test/rollout) query it. Not part of
+# testbin, which lmctl dev runs: a local fleet needs no Prometheus.
+.PHONY: prometheus
+prometheus: $(PROMETHEUS) ## Build the Prometheus server the tests of rollout analyses query into bin/ (make test does).
+
+# No service discovery (remove_all_sd): the tests name their scrape targets, so the cloud
+# SDKs of its discovery plugins are not compiled.
+$(PROMETHEUS): hack/prometheus/go.mod
+	@echo "Building Prometheus into $@ (hack/prometheus; 2-6 minutes on two cores the first time) ..."
+	cd hack/prometheus && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/prometheus
+
 # Both modules' tests run through gotestsum (hack/gotest.sh): a line per package as it finishes,
 # every failure in full, then package times slowest first and a closing "test: N passed, N failed".
 .PHONY: test
-test: testbin $(GOTESTSUM) ## Run all tests against real API servers (builds bin/ first); package times, slowest first, at the end.
+test: testbin $(PROMETHEUS) $(GOTESTSUM) ## Run all tests against real API servers (builds bin/ first); package times, slowest first, at the end.
 	@GOTEST_MODULES=". api" $(ROOT)/hack/gotest.sh $(GOTESTSUM) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
 
 # The slow packages, each run STRESS_COUNT times, e.g. make test-stress STRESS_PKGS=./test/ha STRESS_COUNT=5;
@@ -97,7 +110,7 @@ STRESS_PKGS  ?= ./test/e2e ./test/ha ./test/watcher ./test/rollout ./test/backup
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress
-test-stress: testbin $(GOTESTSUM) ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
+test-stress: testbin $(PROMETHEUS) $(GOTESTSUM) ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
 	@$(ROOT)/hack/stress.sh $(GOTESTSUM) $(STRESS_COUNT) $(GOTESTFLAGS) $(STRESS_PKGS)
 
 .PHONY: test-faults

@@ -66,6 +66,7 @@ func main() {
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")
 	opts.Watcher.BindFlags(flag.CommandLine)
+	opts.Analysis.BindFlags(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()

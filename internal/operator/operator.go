@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/analysis"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
@@ -134,6 +135,9 @@ type Options struct {
 	// (SPEC R10): what a module that declares no RBAC is written as, and
 	// the tokens of modules whose operator runs in the control plane.
 	ModuleAccess manifest.AccessOptions
+	// Analysis configures the rollouts' health gates (spec.analysis): the
+	// Prometheus their queries go to, timeouts and concurrency.
+	Analysis analysis.Options
 }
 
 // BackupOptions configure runtime backups.
@@ -173,6 +177,7 @@ func DefaultOptions() Options {
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
 		ModuleAccess:          manifest.AccessOptions{Undeclared: manifest.UndeclaredAdmin, TokenTTL: time.Hour},
 		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod},
+		Analysis:              analysis.DefaultOptions(),
 	}
 }
 
@@ -383,12 +388,24 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 			Poll:        opts.RolloutPoll,
 		}
 		var fleet cache.Cache
+		var manifests client.Reader = mgr.GetClient()
 		if opts.Shard.Enabled() {
 			var err error
 			if fleet, err = rollout.NewFleetCache(ctx, mgr, opts.Namespace); err != nil {
 				return fmt.Errorf("setting up the rollout planner's cache: %w", err)
 			}
+			manifests = fleet
 		}
+		// The analyses read runtimes through the controllers' clients:
+		// a runtime of another shard is found past the shard's cache
+		// (remote.Cache asks the API server for its Secret).
+		analyzer, err := analysis.New(opts.Analysis, analysis.Fleet{
+			Manifests: manifests, Runtimes: runtimes, Namespace: opts.Namespace, SyncNamespace: opts.SyncNamespace,
+		})
+		if err != nil {
+			return fmt.Errorf("setting up the rollouts' analyses: %w", err)
+		}
+		planner.Analyzer = analyzer
 		if err := planner.SetupWithManager(mgr, fleet); err != nil {
 			return fmt.Errorf("setting up the rollout controller: %w", err)
 		}

@@ -3,6 +3,8 @@
 // control plane and a real runtime API server: 20 Kymas share one
 // runtime, each in a sync namespace of its own (SPEC R19), and what the
 // fleet did is asserted from the Manifest transitions a watch recorded.
+// The rollouts' analyses query a real Prometheus, which scrapes gauges
+// the tests set.
 package rollout
 
 import (
@@ -59,13 +61,17 @@ var env struct {
 	registry  *testregistry.Registry
 	runtime   *testcluster.Runtime
 	rtClient  client.Client
+	// gauges are the metrics the rollouts' analyses query, through a real
+	// Prometheus that scrapes them (analysis_test.go).
+	gauges     *testcluster.Gauges
+	prometheus *testcluster.Prometheus
 }
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Config{Name: "rollout", Runtimes: 1, Namespace: kcpNamespace}, setup)
 }
 
-func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
+func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	env.kcp, env.runtime = e.KCP, e.Runtimes[0]
 	var err error
 	if env.kcpClient, err = client.NewWithWatch(e.KCP.Config(), client.Options{Scheme: e.Client.Scheme()}); err != nil {
@@ -90,6 +96,15 @@ func setup(_ context.Context, e *testenv.Env) (operator.Options, error) {
 	// Content pins are checked again at every look: a moved tag halts a
 	// rollout within seconds.
 	opts.RolloutPoll = 2 * time.Second
+	if env.gauges, err = testcluster.StartGauges(); err != nil {
+		return operator.Options{}, err
+	}
+	e.Cleanup(func() { _ = env.gauges.Close() })
+	if env.prometheus, err = testcluster.StartPrometheus(ctx, testcluster.PrometheusOptions{Targets: []string{env.gauges.Target()}}); err != nil {
+		return operator.Options{}, err
+	}
+	e.Cleanup(func() { _ = env.prometheus.Stop() })
+	opts.Analysis.PrometheusURL = env.prometheus.URL()
 	return opts, nil
 }
 

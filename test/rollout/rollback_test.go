@@ -124,7 +124,9 @@ func TestMandatoryModuleRollsOutInWaves(t *testing.T) {
 		Spec:       v1beta2.ModuleReleaseMetaSpec{ModuleName: module, Mandatory: &v1beta2.Mandatory{Version: "1.0.0"}},
 	}
 	Expect(env.kcpClient.Create(context.Background(), releaseMeta)).To(Succeed())
-	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(context.Background(), releaseMeta))).To(Succeed()) })
+	t.Cleanup(func() {
+		Expect(client.IgnoreNotFound(env.kcpClient.Delete(context.Background(), releaseMeta))).To(Succeed())
+	})
 	names := newFleet(t, "boiler", "", 6, 4)
 	eventuallyAt(names, module, "1.0.0")
 
@@ -213,4 +215,47 @@ func conditionMessage(ro *v1beta2.ModuleRollout, condition string) string {
 		}
 	}
 	return ""
+}
+
+// A paused runtime cannot move: the rollout lists it pending with the
+// reason, moves the others, never counts it failed, and takes it along
+// once it is no longer paused.
+func TestPausedRuntimeIsPendingWithItsReason(t *testing.T) {
+	RegisterTestingT(t)
+	const module = "attic"
+	ctx := context.Background()
+	publishModule(t, module, configMap(module, "2.0.0"))
+	names := newFleet(t, "attic", module, 4)
+	eventuallyAt(names, module, "1.0.0")
+	ro := newRollout(t, module, 0)
+	patch := client.MergeFrom(ro.DeepCopy())
+	ro.Spec.Canary = nil
+	Expect(env.kcpClient.Patch(ctx, ro, patch)).To(Succeed())
+	setPaused := func(paused bool) {
+		k := &v1beta2.Kyma{}
+		Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: names[1]}, k)).To(Succeed())
+		patch := client.MergeFrom(k.DeepCopy())
+		if paused {
+			k.SetLabels(map[string]string{v1beta2.SkipReconciliationLabel: "true"})
+		} else {
+			delete(k.Labels, v1beta2.SkipReconciliationLabel)
+		}
+		Expect(env.kcpClient.Patch(ctx, k, patch)).To(Succeed())
+	}
+	setPaused(true)
+
+	moveChannel(t, module)
+	Eventually(func(g Gomega) {
+		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		g.Expect(ro.Status.Done).To(Equal(int32(3)))
+		g.Expect(ro.Status.Runtimes.Pending).To(ConsistOf(And(HaveField("Kyma", names[1]), HaveField("Reason", ContainSubstring("paused")))))
+		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutProgressing))
+		g.Expect(ro.Status.FailedCount).To(BeZero())
+		g.Expect(conditionMessage(ro, "Reconciling")).To(ContainSubstring("waiting for runtimes that cannot move now, such as " + names[1]))
+	}, timeout, interval).Should(Succeed())
+	Expect(manifestOf(Default, names[1], module).Spec.Version).To(Equal("1.0.0"))
+
+	setPaused(false)
+	eventuallyAt(names, module, "2.0.0")
+	settled(ro, "2.0.0")
 }

@@ -56,7 +56,7 @@ func TestHoldForRolloutMovesBackWhenAdmitted(t *testing.T) {
 	g.Expect(module.Template.Spec.Version).To(Equal("1.0.0"))
 	g.Expect(module.Pinned).To(Equal(c.rollouts[0].Status.Content))
 
-	c, module = rolloutCase("2.0.0", rolledBackTo("k9"), templates...)
+	c, _ = rolloutCase("2.0.0", rolledBackTo("k9"), templates...)
 	v := holdForRollout(r, c)
 	g.Expect(v.held).To(Equal("Version 1.0.0 waits for its wave of ModuleRollout shop-regular (Progressing); 2.0.0 stays installed"))
 

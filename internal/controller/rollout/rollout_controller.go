@@ -115,7 +115,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 	}
 	channel, err := catalog.channel(rollout.Spec)
 	if err != nil {
-		o := reconciler.Stalled(ReasonInvalid, err.Error(), nil)
+		o := reconciler.Stalled(ReasonInvalid, "The rollout has no version to roll out: "+err.Error(), nil)
 		o.After = r.Poll * 10
 		return o
 	}
@@ -138,11 +138,11 @@ func (r *Reconciler) reconcile(ctx context.Context, rollout *v1beta2.ModuleRollo
 		after = cmp.Or(min(after, r.Poll), r.Poll)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Rollout planned", "phase", next.Phase, "wave", next.Wave, "inFlight", len(next.InFlight), "done", next.Done, "total", next.Total)
-	return outcomeOf(rollout, after)
+	return outcomeOf(rollout, after, now)
 }
 
 // outcomeOf turns the plan into the conditions kstatus reads.
-func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration) reconciler.Outcome {
+func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration, now time.Time) reconciler.Outcome {
 	s := rollout.Status
 	progress := fmt.Sprintf("%s → %s: %d of %d runtimes done, wave %d", cmp.Or(s.FromVersion, "-"), s.ToVersion, s.Done, s.Total, s.Wave)
 	if s.Rollback != nil && s.Rollback.Refused == "" && s.Rollback.Of != "" {
@@ -162,16 +162,17 @@ func outcomeOf(rollout *v1beta2.ModuleRollout, after time.Duration) reconciler.O
 	case v1beta2.RolloutPaused:
 		return reconciler.Progressing(ReasonPaused, progress+"; paused (spec.paused) before the next wave", after)
 	}
+	soaking := s.WaveReadyAt != nil && now.Before(s.WaveReadyAt.Add(rollout.Spec.SoakTime.Duration))
 	switch {
 	case len(s.InFlight) > 0:
 		return reconciler.Progressing(ReasonProgressing, fmt.Sprintf("%s; in flight: %s", progress, strings.Join(s.InFlight, ", ")), after)
-	case s.WaveReadyAt != nil && len(rollout.Spec.Analysis) > 0:
-		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking and analysing since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
-	case s.WaveReadyAt != nil:
-		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
-	case len(s.Runtimes.Pending) > 0 && s.Runtimes.Pending[0].Reason != "":
+	case !soaking && len(s.Runtimes.Pending) > 0 && s.Runtimes.Pending[0].Reason != "":
 		return reconciler.Progressing(ReasonWaiting, fmt.Sprintf("%s; waiting for runtimes that cannot move now, such as %s (%s)",
 			progress, s.Runtimes.Pending[0].Kyma, s.Runtimes.Pending[0].Reason), after)
+	case s.WaveReadyAt != nil && len(rollout.Spec.Analysis) > 0:
+		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking and analysing since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
+	case soaking:
+		return reconciler.Progressing(ReasonSoaking, fmt.Sprintf("%s; soaking since %s", progress, s.WaveReadyAt.UTC().Format(time.RFC3339)), after)
 	}
 	return reconciler.Progressing(ReasonProgressing, progress+"; starting the next wave", after)
 }
@@ -209,12 +210,12 @@ func (r *Reconciler) catalog(ctx context.Context) (catalogView, error) {
 func (c catalogView) channel(spec v1beta2.ModuleRolloutSpec) (Channel, error) {
 	releaseMeta, ok := c.ReleaseMeta(spec.ModuleName)
 	if !ok {
-		return Channel{}, fmt.Errorf("Module %s has no ModuleReleaseMeta: publish one, or fix spec.moduleName", spec.ModuleName)
+		return Channel{}, fmt.Errorf("module %s has no ModuleReleaseMeta: publish one, or fix spec.moduleName", spec.ModuleName)
 	}
 	var ch Channel
 	if spec.Channel == "" {
 		if releaseMeta.Spec.Mandatory == nil {
-			return Channel{}, fmt.Errorf("Module %s is not mandatory (its ModuleReleaseMeta has no mandatory.version): set spec.channel to roll out one of its channels", spec.ModuleName)
+			return Channel{}, fmt.Errorf("module %s is not mandatory (its ModuleReleaseMeta has no mandatory.version): set spec.channel to roll out one of its channels", spec.ModuleName)
 		}
 		ch.Version = releaseMeta.Spec.Mandatory.Version
 	}
@@ -224,7 +225,7 @@ func (c catalogView) channel(spec v1beta2.ModuleRolloutSpec) (Channel, error) {
 		}
 	}
 	if ch.Version == "" {
-		return Channel{}, fmt.Errorf("Module %s has no channel %q: add it to its ModuleReleaseMeta, or fix spec.channel", spec.ModuleName, spec.Channel)
+		return Channel{}, fmt.Errorf("module %s has no channel %q: add it to its ModuleReleaseMeta, or fix spec.channel", spec.ModuleName, spec.Channel)
 	}
 	ch.Releases = map[string]Release{}
 	for i := range c.templates {
