@@ -34,7 +34,7 @@ type ModuleRollout struct {
 
 // ModuleRolloutSpec is the rollout policy of one module's channel.
 //
-// +kubebuilder:validation:XValidation:rule="self.moduleName == oldSelf.moduleName && (has(self.channel) ? self.channel : '') == (has(oldSelf.channel) ? oldSelf.channel : '')",message="moduleName and channel cannot change: create another ModuleRollout"
+// +kubebuilder:validation:XValidation:rule="self.moduleName == oldSelf.moduleName && has(self.channel) == has(oldSelf.channel) && (!has(self.channel) || self.channel == oldSelf.channel)",message="moduleName and channel cannot change: create another ModuleRollout"
 type ModuleRolloutSpec struct {
 	// ModuleName is the module whose channel is rolled out.
 	// +kubebuilder:validation:Pattern:=`^[a-z]{3,}(-[a-z]{3,})*$`

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,6 +28,9 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 	}
 	releaseMeta := func(name string, spec v1beta2.ModuleReleaseMetaSpec) *v1beta2.ModuleReleaseMeta {
 		return &v1beta2.ModuleReleaseMeta{ObjectMeta: meta(name), Spec: spec}
+	}
+	rollout := func(name string, analysis v1beta2.RolloutAnalysis) *v1beta2.ModuleRollout {
+		return &v1beta2.ModuleRollout{ObjectMeta: meta(name), Spec: v1beta2.ModuleRolloutSpec{ModuleName: "shop", MaxInFlight: intstr.FromInt32(1), Analysis: []v1beta2.RolloutAnalysis{analysis}}}
 	}
 	regular := []v1beta2.ChannelVersionAssignment{{Channel: "regular", Version: "1.0.0"}}
 	validWatcher := v1beta2.WatcherSpec{
@@ -197,6 +201,28 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			}(),
 			want: []string{"spec.serviceInfo.port", "less than or equal to 65535"},
 		},
+		{
+			name: "rollout analysis with both prometheus and condition",
+			obj: rollout("r1", v1beta2.RolloutAnalysis{Name: "both",
+				Prometheus: &v1beta2.PrometheusAnalysis{Query: "up", Max: "1"}, Condition: &v1beta2.ConditionAnalysis{Type: "Ready"}}),
+			want: []string{"spec.analysis[0]", "exactly one of prometheus or condition"},
+		},
+		{
+			name: "rollout prometheus analysis without a bound",
+			obj:  rollout("r2", v1beta2.RolloutAnalysis{Name: "unbounded", Prometheus: &v1beta2.PrometheusAnalysis{Query: "up"}}),
+			want: []string{"spec.analysis[0].prometheus", "needs max, min or both"},
+		},
+		{
+			name: "rollout prometheus bound that is not a number",
+			obj:  rollout("r3", v1beta2.RolloutAnalysis{Name: "nan", Prometheus: &v1beta2.PrometheusAnalysis{Query: "up", Max: "NaN"}}),
+			want: []string{"spec.analysis[0].prometheus.max", "should match"},
+		},
+		{
+			name: "template rollbackTo too long",
+			obj: template("t-rollback", v1beta2.ModuleTemplateSpec{ModuleName: "m", Version: "2.0.0",
+				RollbackTo: []string{strings.Repeat("1", 129)}}),
+			want: []string{"spec.rollbackTo[0]", "may not be more than 128"},
+		},
 	}
 
 	for _, tt := range tests {
@@ -208,6 +234,23 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 				g.Expect(err.Error()).To(ContainSubstring(want))
 			}
 		})
+	}
+}
+
+// TestRolloutKeepsItsModuleAndChannel: a ModuleRollout cannot move to
+// another module or channel, nor gain or lose one (a mandatory module's
+// rollout has none).
+func TestRolloutKeepsItsModuleAndChannel(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	for _, change := range []struct{ from, to string }{{"", "regular"}, {"regular", ""}, {"regular", "fast"}} {
+		ro := &v1beta2.ModuleRollout{ObjectMeta: metav1.ObjectMeta{GenerateName: "ro-", Namespace: ns}, Spec: v1beta2.ModuleRolloutSpec{ModuleName: "shop", Channel: change.from, MaxInFlight: intstr.FromInt32(1)}}
+		g.Expect(k8sClient.Create(ctx, ro)).To(Succeed())
+		ro.Spec.Channel = change.to
+		err := k8sClient.Update(ctx, ro)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%q → %q: want Invalid, got %v", change.from, change.to, err)
+		g.Expect(err.Error()).To(ContainSubstring("moduleName and channel cannot change"))
 	}
 }
 

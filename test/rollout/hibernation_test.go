@@ -25,7 +25,7 @@ func TestHibernationScheduleSleepsAndWakes(t *testing.T) {
 	const module = "pillow"
 	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
 	publish(t, module, "2.0.0", configMap(module, "2.0.0"))
-	offer(t, module, "1.0.0")
+	offer(t, module)
 	names := newFleet(t, "pillow", module, 2)
 	sleepy, awake := names[0], names[1]
 	eventuallyAt(names, module, "1.0.0")

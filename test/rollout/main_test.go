@@ -126,12 +126,12 @@ func publish(t *testing.T, module, version, content string, change ...func(*v1be
 	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(ctx, template))).To(Succeed()) })
 }
 
-// offer creates the module's ModuleReleaseMeta with version on channel
+// offer creates the module's ModuleReleaseMeta with 1.0.0 on channel
 // regular, deleted when the test ends, like publish's templates.
-func offer(t *testing.T, module, version string) {
+func offer(t *testing.T, module string) {
 	t.Helper()
 	ctx := context.Background()
-	meta := samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": version})
+	meta := samplemodules.ReleaseMeta(kcpNamespace, module, map[string]string{"regular": "1.0.0"})
 	Expect(env.kcpClient.Create(ctx, meta)).To(Succeed())
 	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcpClient.Delete(ctx, meta))).To(Succeed()) })
 }

@@ -21,7 +21,7 @@ func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
 	const module = "vault"
 	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
 	publish(t, module, "2.0.0", configMap(module, "2.0.0"), func(t *v1beta2.ModuleTemplate) { t.Spec.RequiresDowntime = true })
-	offer(t, module, "1.0.0")
+	offer(t, module)
 	names := newFleet(t, "vault", module, 2)
 	waiting, skipping := names[0], names[1]
 	k := &v1beta2.Kyma{}

@@ -101,7 +101,7 @@ func record(t *testing.T, module, version string) *testrollout.Trace {
 	return tr
 }
 
-func newRollout(t *testing.T, module string, maxFailures int32) *v1beta2.ModuleRollout {
+func newRollout(t *testing.T, module string) *v1beta2.ModuleRollout {
 	t.Helper()
 	ro := &v1beta2.ModuleRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: module + "-regular", Namespace: kcpNamespace},
@@ -109,7 +109,7 @@ func newRollout(t *testing.T, module string, maxFailures int32) *v1beta2.ModuleR
 			ModuleName: module, Channel: "regular",
 			Canary:      &v1beta2.RolloutCanary{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{canaryLabel: "true"}}, Count: intstr.FromInt32(2)},
 			MaxInFlight: intstr.FromInt32(5),
-			MaxFailures: intstr.FromInt32(maxFailures),
+			MaxFailures: intstr.FromInt32(0),
 		},
 	}
 	Expect(env.kcpClient.Create(context.Background(), ro)).To(Succeed())
@@ -135,7 +135,7 @@ func publishModule(t *testing.T, module string, v2Content string) {
 	t.Helper()
 	publish(t, module, "1.0.0", configMap(module, "1.0.0"))
 	publish(t, module, "2.0.0", v2Content)
-	offer(t, module, "1.0.0")
+	offer(t, module)
 }
 
 // 20 runtimes, a canary of 2 chosen by label, then waves of at most 5: the
@@ -148,7 +148,7 @@ func TestFleetMovesInWaves(t *testing.T) {
 	publishModule(t, module, configMap(module, "2.0.0"))
 	names := newFleet(t, "shop", module, 20, 4, 9)
 	eventuallyAt(names, module, "1.0.0")
-	newRollout(t, module, 0)
+	newRollout(t, module)
 
 	tr := record(t, module, "2.0.0")
 	moveChannel(t, module)
@@ -184,7 +184,7 @@ func TestFailingCanaryHaltsTheRollout(t *testing.T) {
 	publishModule(t, module, configMap(module, "2.0.0")+"---\n"+configMap("pantry-extra", "2.0.0"))
 	names := newFleet(t, "pantry", module, 8, 2, 5)
 	eventuallyAt(names, module, "1.0.0")
-	ro := newRollout(t, module, 0)
+	ro := newRollout(t, module)
 	for _, canary := range []string{names[2], names[5]} {
 		owners := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pantry-extra", Namespace: canary}}
 		Expect(env.rtClient.Create(context.Background(), owners)).To(Succeed())
@@ -248,7 +248,7 @@ func TestPauseAndResume(t *testing.T) {
 	publishModule(t, module, configMap(module, "2.0.0"))
 	names := newFleet(t, "bakery", module, 8, 0, 1)
 	eventuallyAt(names, module, "1.0.0")
-	ro := newRollout(t, module, 0)
+	ro := newRollout(t, module)
 	Expect(env.kcpClient.Patch(context.Background(), ro, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":true}}`)))).To(Succeed())
 
 	tr := record(t, module, "2.0.0")
