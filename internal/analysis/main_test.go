@@ -10,9 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -44,8 +41,6 @@ var env struct {
 	runtimes   *remote.Cache
 	gauges     *testcluster.Gauges
 	prometheus *testcluster.Prometheus
-	// query reads Prometheus directly, to wait for a scrape.
-	query promv1.API
 }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -73,11 +68,6 @@ func setup(ctx context.Context) error {
 	if env.prometheus, err = testcluster.StartPrometheus(ctx, testcluster.PrometheusOptions{Targets: []string{env.gauges.Target()}}); err != nil {
 		return err
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: env.prometheus.URL()})
-	if err != nil {
-		return err
-	}
-	env.query = promv1.NewAPI(c)
 	if env.kcp, err = testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join("testdata", "samples-crd.yaml")},
 	}); err != nil {
@@ -140,14 +130,8 @@ func setGauges(g Gomega, metric string, values map[string]float64) {
 		env.gauges.Set(metric, map[string]string{"runtime": rt}, v)
 	}
 	g.Eventually(func(g Gomega) {
-		value, _, err := env.query.Query(context.Background(), metric, time.Time{})
+		got, err := env.prometheus.Samples(context.Background(), metric, "runtime")
 		g.Expect(err).NotTo(HaveOccurred())
-		vector, ok := value.(model.Vector)
-		g.Expect(ok).To(BeTrue(), "%s is a vector", metric)
-		got := map[string]float64{}
-		for _, s := range vector {
-			got[string(s.Metric["runtime"])] = float64(s.Value)
-		}
 		for rt, want := range values {
 			g.Expect(got).To(HaveKey(rt), "a scrape took %s of %s", metric, rt)
 			if math.IsNaN(want) {

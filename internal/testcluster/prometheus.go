@@ -14,8 +14,11 @@ import (
 	"sync"
 	"time"
 
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
 )
 
 // binPrometheus is built by `make prometheus` (and `make test`), not by testbin.
@@ -233,3 +236,26 @@ func (g *Gauges) vec(name string, labels map[string]string) *prometheus.GaugeVec
 
 // Close stops serving.
 func (g *Gauges) Close() error { return g.server.Close() }
+
+// Samples runs an instant query and returns its vector's values by the
+// value of label: what the last scrapes took, for a test waiting (by
+// polling) until Prometheus has the gauges it set.
+func (p *Prometheus) Samples(ctx context.Context, query, label string) (map[string]float64, error) {
+	c, err := promapi.NewClient(promapi.Config{Address: p.url})
+	if err != nil {
+		return nil, err
+	}
+	value, _, err := promv1.NewAPI(c).Query(ctx, query, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	vector, ok := value.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("%s is a %s, not a vector", query, value.Type())
+	}
+	out := make(map[string]float64, len(vector))
+	for _, s := range vector {
+		out[string(s.Metric[model.LabelName(label)])] = float64(s.Value)
+	}
+	return out, nil
+}

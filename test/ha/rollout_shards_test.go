@@ -98,6 +98,7 @@ func TestRolloutAcrossThreeShards(t *testing.T) {
 	for _, name := range names {
 		eventuallyReady(g, name)
 	}
+	scraped(g, prom, names, canary, 0.5)
 
 	ro := &v1beta2.ModuleRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: beacon + "-regular", Namespace: kcpNamespace},
@@ -127,7 +128,7 @@ func TestRolloutAcrossThreeShards(t *testing.T) {
 		g.Expect(ro.Status.Phase).To(Equal(v1beta2.RolloutHalted))
 		g.Expect(ro.Status.HaltReason).To(ContainSubstring("analysis error-rate"))
 	}, 2*timeout, interval).Should(Succeed())
-	g.Expect(ro.Status.Wave).To(Equal(int32(1)), "the canary passed; the wave after it failed")
+	g.Expect(ro.Status.Wave).To(Equal(int32(1)), "the canary passed; the wave after it failed: %s", ro.Status.HaltReason)
 	g.Expect(ro.Status.Runtimes.Failed).To(HaveLen(2))
 	moved := append([]string{canary}, ro.Status.WaveMembers...)
 	g.Consistently(func(g Gomega) {
@@ -146,6 +147,7 @@ func TestRolloutAcrossThreeShards(t *testing.T) {
 	for _, name := range names {
 		gauges.Set(errorRatio, map[string]string{"runtime": name}, 0)
 	}
+	scraped(g, prom, names, canary, 0)
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.kcpClient.Get(ctx, client.ObjectKeyFromObject(ro), ro)).To(Succeed())
 		g.Expect(ro.Status.Runtimes.Failed).To(BeEmpty(), "the analyses pass again")
@@ -199,6 +201,23 @@ func TestRolloutAcrossThreeShards(t *testing.T) {
 			return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, &v1beta2.Kyma{}))
 		}, timeout, interval).Should(BeTrue(), "Kyma %s was not deleted", name)
 	}
+}
+
+// scraped waits until Prometheus has every runtime's error ratio as the
+// test set it: 0 for the canary, others for the rest. An analysis of a
+// runtime without a sample fails, so a rollout must not start before.
+func scraped(g Gomega, prom *testcluster.Prometheus, names []string, canary string, others float64) {
+	g.Eventually(func(g Gomega) {
+		got, err := prom.Samples(context.Background(), errorRatio, "runtime")
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, name := range names {
+			want := others
+			if name == canary {
+				want = 0
+			}
+			g.Expect(got).To(HaveKeyWithValue(name, want))
+		}
+	}, timeout, interval).Should(Succeed())
 }
 
 // trace records the beacon Manifests' way to version until the test ends.

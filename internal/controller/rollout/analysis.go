@@ -3,6 +3,11 @@ package rollout
 import (
 	"context"
 	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
@@ -34,9 +39,14 @@ const noAnalyzer = "the operator evaluates no analyses: start it with --analysis
 // that are Ready at the new version, once none of the wave is in flight
 // any more (the wave's soak), and records the outcomes on runtimes. Plan
 // lets the next wave start only after every such member passed.
+//
+// A finished rollout is not analysed: its gates were passed. Outcomes are
+// reused for analysisReuse within the same wave, since a rollout is
+// reconciled on every change of its Manifests and each analysis is a query
+// per runtime.
 func (r *Reconciler) analyze(ctx context.Context, rollout *v1beta2.ModuleRollout, runtimes []Runtime) {
 	s := rollout.Status
-	if len(rollout.Spec.Analysis) == 0 || len(s.WaveMembers) == 0 || len(s.InFlight) > 0 {
+	if len(rollout.Spec.Analysis) == 0 || len(s.WaveMembers) == 0 || len(s.InFlight) > 0 || s.Phase == v1beta2.RolloutCompleted {
 		return
 	}
 	var kymas []string
@@ -52,7 +62,7 @@ func (r *Reconciler) analyze(ctx context.Context, rollout *v1beta2.ModuleRollout
 	}
 	var outcomes map[string]AnalysisOutcome
 	if r.Analyzer != nil {
-		outcomes = r.Analyzer.Analyze(ctx, rollout, kymas)
+		outcomes = r.analyses.get(rollout, kymas, func() map[string]AnalysisOutcome { return r.Analyzer.Analyze(ctx, rollout, kymas) })
 	}
 	for j, i := range at {
 		outcome, ok := outcomes[kymas[j]]
@@ -65,4 +75,50 @@ func (r *Reconciler) analyze(ctx context.Context, rollout *v1beta2.ModuleRollout
 		runtimes[i].Analysed = true
 		runtimes[i].AnalysisFailed, runtimes[i].AnalysisInconclusive = outcome.Failed, outcome.Inconclusive
 	}
+}
+
+// analysisReuse is how long a wave's analysis outcomes stand for the same
+// runtimes before they are asked again.
+const analysisReuse = 5 * time.Second
+
+// analysisMemo remembers each rollout's last analysis outcomes.
+type analysisMemo struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]analysed
+}
+
+type analysed struct {
+	wave     int32
+	kymas    []string
+	at       time.Time
+	outcomes map[string]AnalysisOutcome
+}
+
+// get returns the outcomes for kymas of the rollout's current wave: those
+// of the last run when it was for the same wave and runtimes less than
+// analysisReuse ago, else run's.
+func (m *analysisMemo) get(rollout *v1beta2.ModuleRollout, kymas []string, run func() map[string]AnalysisOutcome) map[string]AnalysisOutcome {
+	key := client.ObjectKeyFromObject(rollout)
+	m.mu.Lock()
+	last, ok := m.last[key]
+	m.mu.Unlock()
+	now := time.Now() // the analysed system's time, whatever the planner's clock
+	if ok && last.wave == rollout.Status.Wave && slices.Equal(last.kymas, kymas) && now.Sub(last.at) < analysisReuse {
+		return last.outcomes
+	}
+	outcomes := run()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[types.NamespacedName]analysed{}
+	}
+	m.last[key] = analysed{wave: rollout.Status.Wave, kymas: slices.Clone(kymas), at: now, outcomes: outcomes}
+	return outcomes
+}
+
+// forget drops a deleted rollout's outcomes.
+func (m *analysisMemo) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	delete(m.last, key)
+	m.mu.Unlock()
 }

@@ -179,11 +179,15 @@ func Plan(spec v1beta2.ModuleRolloutSpec, last v1beta2.ModuleRolloutStatus, chan
 	if next.Wave >= 0 && next.WaveReadyAt == nil {
 		next.WaveReadyAt = &metav1.MicroTime{Time: now}
 	}
-	if unanalysed := count.unanalysed(spec, next.WaveMembers); unanalysed != "" {
-		// The wave passes only once its analyses did, the last one too.
+	if unanalysed, notYet := count.unanalysed(spec, next.WaveMembers); unanalysed != "" {
+		// The wave passes only once its analyses did, the last one too:
+		// analysed at the next look, or, when inconclusive, again at the
+		// controller's poll.
 		next.Phase = phaseUnlessPaused(spec)
-		next.HaltReason = ""
-		return next, time.Second, nil
+		if notYet {
+			return next, time.Second, nil
+		}
+		return next, 0, nil
 	}
 	if len(count.pending) == 0 {
 		if next.Phase != v1beta2.RolloutCompleted {
@@ -380,22 +384,25 @@ func (c *classified) pastDeadline(deadline time.Duration, waveStarted *metav1.Ti
 }
 
 // unanalysed says which member of the wave that is done has not passed
-// the rollout's analyses yet, and why; "" when all have, or there are none.
-func (c *classified) unanalysed(spec v1beta2.ModuleRolloutSpec, members []string) string {
+// the rollout's analyses yet, and why ("" when all have, or there are
+// none), and whether one was not analysed at all yet (rather than
+// inconclusive).
+func (c *classified) unanalysed(spec v1beta2.ModuleRolloutSpec, members []string) (string, bool) {
 	if len(spec.Analysis) == 0 {
-		return ""
+		return "", false
 	}
+	why := ""
 	for _, kyma := range members {
 		rt, done := c.analyses[kyma]
 		switch {
 		case !done:
 		case !rt.Analysed:
-			return kyma + ": not analysed yet"
-		case rt.AnalysisInconclusive != "":
-			return kyma + ": " + rt.AnalysisInconclusive
+			return kyma + ": not analysed yet", true
+		case rt.AnalysisInconclusive != "" && why == "":
+			why = kyma + ": " + rt.AnalysisInconclusive
 		}
 	}
-	return ""
+	return why, false
 }
 
 // listed names the runtimes by state for the status, at most maxNamed of

@@ -66,7 +66,8 @@ type Reconciler struct {
 	Pause       pause.Policy
 	Maintenance *maintenance.Policy
 
-	pins pinMemo
+	pins     pinMemo
+	analyses analysisMemo
 }
 
 // TemplatePinner pins a template's content links by digest
@@ -89,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, rollout); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.pins.forget(req.NamespacedName)
+			r.analyses.forget(req.NamespacedName)
 			forgetMetrics(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
