@@ -6,9 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,18 +25,9 @@ func setErrorRatios(ratios map[string]float64) {
 	for rt, v := range ratios {
 		env.gauges.Set(errorRatio, map[string]string{"runtime": rt}, v)
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: env.prometheus.URL()})
-	Expect(err).NotTo(HaveOccurred())
-	prom := promv1.NewAPI(c)
 	Eventually(func(g Gomega) {
-		value, _, err := prom.Query(context.Background(), errorRatio, time.Time{})
+		got, err := env.prometheus.Samples(context.Background(), errorRatio, "runtime")
 		g.Expect(err).NotTo(HaveOccurred())
-		vector, ok := value.(model.Vector)
-		g.Expect(ok).To(BeTrue())
-		got := map[string]float64{}
-		for _, s := range vector {
-			got[string(s.Metric["runtime"])] = float64(s.Value)
-		}
 		for rt, want := range ratios {
 			g.Expect(got).To(HaveKeyWithValue(rt, want))
 		}

@@ -41,7 +41,8 @@ const noAnalyzer = "the operator evaluates no analyses: start it with --analysis
 // lets the next wave start only after every such member passed.
 //
 // A finished rollout is not analysed: its gates were passed. Outcomes are
-// reused for analysisReuse within the same wave, since a rollout is
+// reused for analysisReuse within the same wave and spec (a resume asks
+// afresh), since a rollout is
 // reconciled on every change of its Manifests and each analysis is a query
 // per runtime.
 func (r *Reconciler) analyze(ctx context.Context, rollout *v1beta2.ModuleRollout, runtimes []Runtime) {
@@ -88,10 +89,11 @@ type analysisMemo struct {
 }
 
 type analysed struct {
-	wave     int32
-	kymas    []string
-	at       time.Time
-	outcomes map[string]AnalysisOutcome
+	wave       int32
+	generation int64
+	kymas      []string
+	at         time.Time
+	outcomes   map[string]AnalysisOutcome
 }
 
 // get returns the outcomes for kymas of the rollout's current wave: those
@@ -103,7 +105,7 @@ func (m *analysisMemo) get(rollout *v1beta2.ModuleRollout, kymas []string, run f
 	last, ok := m.last[key]
 	m.mu.Unlock()
 	now := time.Now() // the analysed system's time, whatever the planner's clock
-	if ok && last.wave == rollout.Status.Wave && slices.Equal(last.kymas, kymas) && now.Sub(last.at) < analysisReuse {
+	if ok && last.wave == rollout.Status.Wave && last.generation == rollout.Generation && slices.Equal(last.kymas, kymas) && now.Sub(last.at) < analysisReuse {
 		return last.outcomes
 	}
 	outcomes := run()
@@ -112,7 +114,7 @@ func (m *analysisMemo) get(rollout *v1beta2.ModuleRollout, kymas []string, run f
 	if m.last == nil {
 		m.last = map[types.NamespacedName]analysed{}
 	}
-	m.last[key] = analysed{wave: rollout.Status.Wave, kymas: slices.Clone(kymas), at: now, outcomes: outcomes}
+	m.last[key] = analysed{wave: rollout.Status.Wave, generation: rollout.Generation, kymas: slices.Clone(kymas), at: now, outcomes: outcomes}
 	return outcomes
 }
 
