@@ -58,24 +58,7 @@ func gatedPlural(i int) string { return "gated" + gatedWords[i] + "s" }
 
 func gatedVersion(i int) samplemodules.Version {
 	kind := "Gated" + strings.ToUpper(gatedWords[i][:1]) + gatedWords[i][1:]
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[1]s.%[2]s
-spec:
-  group: %[2]s
-  names: {kind: %[3]s, listKind: %[3]sList, plural: %[1]s, singular: gated%[4]s}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-`, gatedPlural(i), gatedGroup, kind, gatedWords[i])
+	crd := gatedCRD(gatedPlural(i), kind, "gated"+gatedWords[i])
 	name := gated(i)
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
@@ -101,6 +84,29 @@ data:
 			"spec":     map[string]any{"replicas": int64(1)},
 		}},
 	}
+}
+
+// gatedCRD is the CRD of a gated kind: namespaced, with a status
+// subresource, any fields.
+func gatedCRD(plural, kind, singular string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[1]s.%[2]s
+spec:
+  group: %[2]s
+  names: {kind: %[3]s, listKind: %[3]sList, plural: %[1]s, singular: %[4]s}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+`, plural, gatedGroup, kind, singular)
 }
 
 func plainVersion(version string) samplemodules.Version {

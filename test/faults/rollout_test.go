@@ -29,24 +29,7 @@ import (
 // module's content would be the first Kyma's alone.
 const relay = "relay"
 
-const relayCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gatedrelays.` + gatedGroup + `
-spec:
-  group: ` + gatedGroup + `
-  names: {kind: GatedRelay, listKind: GatedRelayList, plural: gatedrelays, singular: gatedrelay}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-`
+var relayCRD = gatedCRD("gatedrelays", "GatedRelay", "gatedrelay")
 
 func publishRelay(t *testing.T) {
 	t.Helper()

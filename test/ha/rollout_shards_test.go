@@ -9,7 +9,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,20 +186,7 @@ func TestRolloutAcrossThreeShards(t *testing.T) {
 	g.Expect(asked[0]).To(Equal(canary), "the canary goes back first")
 	g.Expect(maxInFlight).To(BeNumerically("<=", 2))
 	g.Expect(ro.Status.Wave).To(BeNumerically(">=", 2), "in waves")
-	for _, name := range names {
-		eventuallyReady(g, name)
-	}
-
-	// The Kymas go while the shards run (cleanups would stop the
-	// processes first).
-	for _, name := range names {
-		g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace}})).To(Succeed())
-	}
-	for _, name := range names {
-		g.Eventually(func() bool {
-			return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, &v1beta2.Kyma{}))
-		}, timeout, interval).Should(BeTrue(), "Kyma %s was not deleted", name)
-	}
+	readyThenDeleted(g, names)
 }
 
 // scraped waits until Prometheus has every runtime's error ratio as the

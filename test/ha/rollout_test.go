@@ -108,16 +108,21 @@ func TestShardedRolloutHoldsWithoutItsPlannerAndMovesWithIt(t *testing.T) {
 		}
 	}, 2*timeout, interval).Should(Succeed())
 	g.Expect(maxInFlight).To(BeNumerically("<=", 1), "never more than maxInFlight in flight across the shards")
-	for _, name := range all {
+	readyThenDeleted(g, all)
+}
+
+// readyThenDeleted waits until the Kymas are Ready, then deletes them and
+// waits until they are gone, while the test's shards still run (its
+// cleanups would stop the processes first).
+func readyThenDeleted(g Gomega, names []string) {
+	ctx := context.Background()
+	for _, name := range names {
 		eventuallyReady(g, name)
 	}
-
-	// The Kymas go while both shards run (cleanups would stop the
-	// processes first).
-	for _, name := range all {
+	for _, name := range names {
 		g.Expect(env.kcpClient.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace}})).To(Succeed())
 	}
-	for _, name := range all {
+	for _, name := range names {
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, &v1beta2.Kyma{}))
 		}, timeout, interval).Should(BeTrue(), "Kyma %s was not deleted", name)
