@@ -329,10 +329,17 @@ func TestDeletingAResourceItsOperatorFinalizesIsNoError(t *testing.T) {
 	finalized := live(g, m.group+"/v1", "Widget", m.namespace+"-own", "w")
 	g.Expect(runtimeClient.Patch(ctx, finalized, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["widgets.example.com/operator"]}}`)))).To(Succeed())
 	t.Cleanup(func() { release(m.namespace+"-own", "w") })
+	// The runtime owner's Widget beside the module's, in the module's own
+	// Namespace: never deleted, and it keeps the CRD.
+	owners := m.content(t, `{apiVersion: "%[2]s/v1", kind: Widget, metadata: {name: owners, namespace: "%[1]s-own"}, spec: {size: 2}}`)[0]
+	owners.SetLabels(nil)
+	g.Expect(runtimeClient.Create(ctx, owners)).To(Succeed())
 	removal, err := applier().RemoveModule(ctx, applied.Inventory, apply.RemoveOptions{Owner: m.owner})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(removal.Kept).NotTo(BeEmpty(), "the CRD and the namespace wait for the resource")
+	g.Expect(removal.Kept).NotTo(BeEmpty(), "the CRD and the namespace wait for the resources")
 	g.Expect(live(g, m.group+"/v1", "Widget", m.namespace+"-own", "w").GetDeletionTimestamp()).NotTo(BeNil())
+	g.Expect(live(g, m.group+"/v1", "Widget", m.namespace+"-own", "owners").GetDeletionTimestamp()).To(BeNil(), "the runtime owner's resource is not deleted")
+	g.Expect(live(g, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets."+m.group).GetDeletionTimestamp()).To(BeNil(), "nor the CRD it needs")
 }
 
 // newWithWatch is a client of the test runtime for an interceptor.
