@@ -8,13 +8,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	lmrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -260,32 +258,18 @@ func setBeaconChannel(g Gomega, version string) {
 // syncing into a namespace of its own (runtimes are shared).
 func createBeaconKyma(t *testing.T, name string, rt interface{ Kubeconfig() []byte }, canary bool) {
 	t.Helper()
-	ctx := context.Background()
-	g := NewWithT(t)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
-		Data:       map[string][]byte{"config": rt.Kubeconfig()},
-	}
-	g.Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
 	labels := map[string]string{v1beta2.RuntimeIDLabel: name}
 	if canary {
 		labels[beaconCanary] = "true"
 	}
-	k := &v1beta2.Kyma{
+	registerKyma(t, rt, &v1beta2.Kyma{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: labels},
 		Spec: v1beta2.KymaSpec{Channel: "regular", SyncNamespace: name, Modules: []v1beta2.Module{{
 			Name: beacon, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete,
 		}}},
-	}
-	g.Expect(env.kcpClient.Create(ctx, k)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.kcpClient.Delete(context.Background(), k)
-		_ = env.kcpClient.Delete(context.Background(), secret)
 	})
 }
 
 func beaconVersion(g Gomega, kymaName string) string {
-	m := &v1beta2.Manifest{}
-	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(kymaName, beacon)}, m)).To(Succeed())
-	return m.Spec.Version
+	return versionOf(g, kymaName, beacon)
 }

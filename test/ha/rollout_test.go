@@ -179,23 +179,29 @@ func setChannel(t *testing.T, version string) {
 }
 
 // createRolloutKyma registers a runtime under a Kyma that has the evolving
-// module through the test's channel. The test deletes the Kyma while its
-// shard runs; the cleanup only removes what a failed test left.
+// module through the test's channel.
 func createRolloutKyma(t *testing.T, name string, rt interface{ Kubeconfig() []byte }) {
 	t.Helper()
-	ctx := context.Background()
-	g := NewWithT(t)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
-		Data:       map[string][]byte{"config": rt.Kubeconfig()},
-	}
-	g.Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
-	k := &v1beta2.Kyma{
+	registerKyma(t, rt, &v1beta2.Kyma{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{v1beta2.RuntimeIDLabel: name}},
 		Spec: v1beta2.KymaSpec{Channel: "regular", Modules: []v1beta2.Module{{
 			Name: samplemodules.Evolving, Channel: rolloutChannel, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete,
 		}}},
+	})
+}
+
+// registerKyma creates k and the kubeconfig Secret of its runtime rt. The
+// test deletes the Kyma while its shards run; the cleanup only removes
+// what a failed test left.
+func registerKyma(t *testing.T, rt interface{ Kubeconfig() []byte }, k *v1beta2.Kyma) {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: k.Name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: k.Name}},
+		Data:       map[string][]byte{"config": rt.Kubeconfig()},
 	}
+	g.Expect(env.kcpClient.Create(ctx, secret)).To(Succeed())
 	g.Expect(env.kcpClient.Create(ctx, k)).To(Succeed())
 	t.Cleanup(func() {
 		_ = env.kcpClient.Delete(context.Background(), k)
@@ -204,7 +210,12 @@ func createRolloutKyma(t *testing.T, name string, rt interface{ Kubeconfig() []b
 }
 
 func manifestVersion(g Gomega, kymaName string) string {
+	return versionOf(g, kymaName, samplemodules.Evolving)
+}
+
+// versionOf is the version a Kyma's Manifest of module asks for.
+func versionOf(g Gomega, kymaName, module string) string {
 	m := &v1beta2.Manifest{}
-	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(kymaName, samplemodules.Evolving)}, m)).To(Succeed())
+	g.Expect(env.kcpClient.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: kyma.ManifestName(kymaName, module)}, m)).To(Succeed())
 	return m.Spec.Version
 }
