@@ -8,6 +8,13 @@ const (
 	// kubeconfig Secret, a Manifest, a resource applied into a runtime.
 	KymaNameLabel = "operator.kyma-project.io/kyma-name"
 
+	// ShardBucketLabel files a Kyma, its Manifests and its kubeconfig Secret
+	// under their Kyma's shard bucket (a number from a hash of the Kyma's
+	// name), so that each shard of a sharded operator lists and watches
+	// its own share of the fleet only. The operator writes it; a value set
+	// by hand is put right.
+	ShardBucketLabel = "operator.kyma-project.io/shard-bucket"
+
 	// ModuleNameLabel names the module an object belongs to.
 	ModuleNameLabel = "operator.kyma-project.io/module-name"
 

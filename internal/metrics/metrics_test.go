@@ -52,6 +52,7 @@ func TestOperatorAndListenerMetricsOnControllerRuntimeRegistry(t *testing.T) {
 		{metrics.RolloutRollingBack, "lifecycle_manager_rollout_rolling_back", "{rollout,module,channel}"},
 		{metrics.RolloutLastProgress, "lifecycle_manager_rollout_last_progress_timestamp_seconds", "{rollout,module,channel}"},
 		{metrics.RolloutPlanned, "lifecycle_manager_rollout_planned_timestamp_seconds", "{rollout,module,channel,phase}"},
+		{metrics.CachedObjects, "lifecycle_manager_cached_objects", "{shard,kind}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

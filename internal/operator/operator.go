@@ -235,6 +235,11 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	// Files the shard's Kymas, Manifests and Secrets under their bucket,
+	// and reports what the cache holds.
+	if err := opts.Shard.Setup(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the shard: %w", err)
+	}
 
 	// The API reader confirms a missing kubeconfig Secret past the cache.
 	runtimes := remote.NewCache(mgr.GetClient(), mgr.GetAPIReader(), remote.Options{
@@ -273,7 +278,7 @@ const leaseName = "lifecycle-manager.operator.kyma-project.io"
 
 // newManager creates the manager: its cache holds the KCP namespace only,
 // without managedFields, and only the Kymas of the selection and the shard
-// (with their Manifests and Secrets).
+// (with their Manifests and Secrets; the shard's by a label selector).
 func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Selector) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(opts.Config, ctrl.Options{
 		Scheme:                  scheme,
@@ -290,7 +295,9 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Kymas outside the selection are invisible: no finalizer, no
 			// status write, nothing done for their runtimes.
-			ByObject: map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: selection}},
+			// With shards, each shard's informers list and watch its
+			// share only (shard.Shard.Selector).
+			ByObject: opts.Shard.ByObject(selection),
 		},
 		// The controllers' order (internal/priority) needs the priority
 		// queue: controller-runtime's default, set here so that a change of

@@ -2,25 +2,84 @@ package shard
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
+
+// Selector is what s's informers of Kymas, Manifests and Secrets list and
+// watch on the API server: every object not filed under another shard's
+// bucket. That is s's own share, and the objects filed under no bucket (or
+// under a value that is none): new Kymas, Secrets that other teams wrote,
+// objects of an operator that ran unsharded before. Those are held by every
+// shard until the leader of their Kyma's shard files them (label.go), and
+// meanwhile reconciled by that shard, so that a Kyma is never left without
+// a shard while it waits for its label. A selector of "in (my buckets)"
+// would hold less of them, but nobody would reconcile them until filed.
+// Everything, for an unsharded operator: it needs no label.
+func (s Shard) Selector() labels.Selector {
+	if !s.Enabled() {
+		return labels.Everything()
+	}
+	others := make([]string, 0, Buckets-Buckets/s.Count)
+	for bucket := range Buckets {
+		if bucket%s.Count != s.ID {
+			others = append(others, strconv.Itoa(bucket))
+		}
+	}
+	filed, err := labels.NewRequirement(v1beta2.ShardBucketLabel, selection.NotIn, others)
+	if err != nil {
+		// Only a bug makes the constant key or a number invalid.
+		panic(fmt.Sprintf("shard selector: %v", err))
+	}
+	return labels.NewSelector().Add(*filed)
+}
+
+// ByObject is the manager's cache options of the kinds that belong to a
+// Kyma: its Kymas are those of kymas (the --kyma-selector) and of s's
+// Selector, its Manifests and Secrets those of the Selector. Secrets of no
+// Kyma (registry credentials, certificates) carry no bucket, so every shard
+// holds them.
+func (s Shard) ByObject(kymas labels.Selector) map[client.Object]cache.ByObject {
+	byObject := map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: kymas}}
+	if !s.Enabled() {
+		return byObject
+	}
+	filed := s.Selector()
+	requirements, _ := filed.Requirements()
+	byObject[&v1beta2.Kyma{}] = cache.ByObject{Label: kymas.Add(requirements...)}
+	byObject[&v1beta2.Manifest{}] = cache.ByObject{Label: filed}
+	byObject[&corev1.Secret{}] = cache.ByObject{Label: filed}
+	return byObject
+}
 
 // NewCache wraps a manager's cache so that objects of other shards are not
 // there: a Get answers NotFound, a List leaves them out, and no informer
 // handler (so no controller's watch) hears of them. Every reconcile, index
 // lookup and event handler of the operator reads through it, so no code
-// path can touch another shard's Kyma by mistake. The informers still hold
-// every object of the namespace; the split saves work, not memory.
+// path can touch another shard's Kyma by mistake.
+//
+// With ByObject, the informers hold the shard's share (and objects not
+// filed yet) only; the wrapper stays because a label is anyone's to write
+// and a name is not: a Kyma that a person labels with another shard's
+// bucket reaches that shard's informers, and the wrapper keeps that shard
+// from reconciling it (while its leader puts the label right), so that no
+// Kyma is worked on by two shards at once.
 func (s Shard) NewCache(newCache cache.NewCacheFunc) cache.NewCacheFunc {
 	if !s.Enabled() {
 		return newCache

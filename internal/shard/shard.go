@@ -4,6 +4,11 @@
 // nor their Manifests and kubeconfig Secrets. One leader per shard does the
 // work (a Lease per shard), so that more replicas of a shard are standbys
 // that take over within the Lease's duration.
+//
+// The hash is carried by a label (v1beta2.ShardBucketLabel), so that each
+// shard's informers list and watch its own share only (cache.go), and each
+// shard's leader writes the label on its own objects that lack it or carry
+// a wrong one (label.go).
 package shard
 
 import (
@@ -32,6 +37,8 @@ func (s Shard) Validate() error {
 		return fmt.Errorf("--shards must be 1 or more, not %d", s.Count)
 	case s.Count <= 1 && s.ID != 0:
 		return fmt.Errorf("--shard-id %d needs --shards of more than %d", s.ID, s.ID)
+	case s.Count > Buckets:
+		return fmt.Errorf("--shards must be at most %d (the shard buckets a Kyma can be filed under), not %d", Buckets, s.Count)
 	case s.ID < 0 || (s.Count > 1 && s.ID >= s.Count):
 		return fmt.Errorf("--shard-id must be between 0 and %d (--shards %d), not %d", s.Count-1, s.Count, s.ID)
 	}
@@ -46,15 +53,30 @@ func (s Shard) Enabled() bool { return s.Count > 1 }
 // planner sees the whole fleet; every shard obeys its plan.
 func (s Shard) Plans() bool { return !s.Enabled() || s.ID == 0 }
 
-// Of is the shard a Kyma of this name belongs to among count: FNV-1a of the
-// name, so that every process, of any version, agrees without talking.
+// Buckets is how many shard buckets Kymas are filed under. 840 is the least
+// common multiple of 1 to 8, so that for those counts (and every other
+// divisor of 840) a bucket modulo the count is FNV-1a of the name modulo
+// the count: the shards of earlier versions, which hashed the name alone,
+// agree with these. It is also the most shards there can be.
+const Buckets = 840
+
+// Bucket is the shard bucket of the Kyma of this name: FNV-1a of the name
+// modulo Buckets. It does not depend on the count of shards, so that a
+// change of the count moves Kymas between shards without a write.
+func Bucket(kymaName string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(kymaName))
+	return int(h.Sum32() % Buckets)
+}
+
+// Of is the shard a Kyma of this name belongs to among count: its Bucket
+// modulo count, so that every process, of any version, agrees without
+// talking.
 func Of(kymaName string, count int) int {
 	if count <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(kymaName))
-	return int(h.Sum32() % uint32(count))
+	return Bucket(kymaName) % count
 }
 
 // OwnsKyma says whether the Kyma of this name is s's.

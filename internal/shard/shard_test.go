@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ func TestValidateSaysWhichFlagIsWrong(t *testing.T) {
 		{Shard{Count: 1, ID: 1}, "--shard-id 1 needs --shards"},
 		{Shard{Count: 3, ID: 3}, "--shard-id must be between 0 and 2"},
 		{Shard{Count: 3, ID: -1}, "--shard-id must be between 0 and 2"},
+		{Shard{Count: Buckets}, ""},
+		{Shard{Count: Buckets + 1}, "--shards must be at most 840"},
 	} {
 		err := tc.shard.Validate()
 		switch {
@@ -48,6 +51,26 @@ func TestOfIsStable(t *testing.T) {
 	}
 	if got := Of("runtime-0", 1); got != 0 {
 		t.Errorf("Of with one shard = %d, want 0", got)
+	}
+}
+
+// TestOfAgreesWithEarlierVersions: earlier versions took FNV-1a of the
+// name modulo the count, without buckets. For every count that divides
+// Buckets (1 to 8 among them), the shards of both versions must agree, so
+// that an upgrade at one of those counts moves no Kyma.
+func TestOfAgreesWithEarlierVersions(t *testing.T) {
+	earlier := func(name string, count int) int {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(name))
+		return int(h.Sum32() % uint32(count))
+	}
+	for count := 1; count <= 8; count++ {
+		for i := range 2000 {
+			name := fmt.Sprintf("kyma-%d", i)
+			if got, want := Of(name, count), earlier(name, count); got != want {
+				t.Fatalf("Of(%q, %d) = %d, earlier versions said %d", name, count, got, want)
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
 // templateRevisionAnnotation records which ModuleTemplate revision a
@@ -98,6 +100,9 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 				v1beta2.KymaNameLabel:   kyma.Name,
 				v1beta2.ModuleNameLabel: module.Name,
 				v1beta2.ManagedByLabel:  v1beta2.ManagedByValue,
+				// Created filed under its Kyma's shard bucket, so that
+				// with shards it reaches its shard's informers alone.
+				v1beta2.ShardBucketLabel: strconv.Itoa(shard.Bucket(kyma.Name)),
 			},
 			Annotations: map[string]string{templateRevisionAnnotation: revision},
 			// Created with the Manifest controller's finalizer, which it
@@ -160,7 +165,9 @@ func manifestUpToDate(kyma *v1beta2.Kyma, existing, desired *v1beta2.Manifest) b
 		return false
 	}
 	for k, v := range desired.Labels {
-		if existing.Labels[k] != v {
+		// The bucket alone is no reason to write: the shard's filer writes
+		// it on older Manifests (once, and only with shards).
+		if existing.Labels[k] != v && k != v1beta2.ShardBucketLabel {
 			return false
 		}
 	}
