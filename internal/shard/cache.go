@@ -56,16 +56,18 @@ func (s Shard) Selector() labels.Selector {
 // Kyma (registry credentials, certificates) carry no bucket, so every shard
 // holds them.
 func (s Shard) ByObject(kymas labels.Selector) map[client.Object]cache.ByObject {
-	byObject := map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: kymas}}
 	if !s.Enabled() {
-		return byObject
+		return map[client.Object]cache.ByObject{&v1beta2.Kyma{}: {Label: kymas}}
 	}
+	// One entry per kind: the map's keys are pointers, and two keys of one
+	// kind would leave which selector wins to the map's order.
 	filed := s.Selector()
 	requirements, _ := filed.Requirements()
-	byObject[&v1beta2.Kyma{}] = cache.ByObject{Label: kymas.Add(requirements...)}
-	byObject[&v1beta2.Manifest{}] = cache.ByObject{Label: filed}
-	byObject[&corev1.Secret{}] = cache.ByObject{Label: filed}
-	return byObject
+	return map[client.Object]cache.ByObject{
+		&v1beta2.Kyma{}:     {Label: kymas.Add(requirements...)},
+		&v1beta2.Manifest{}: {Label: filed},
+		&corev1.Secret{}:    {Label: filed},
+	}
 }
 
 // NewCache wraps a manager's cache so that objects of other shards are not

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -112,5 +113,31 @@ func TestSelectorsSplitTheBuckets(t *testing.T) {
 	}
 	if !(Shard{}).Selector().Empty() {
 		t.Error("an unsharded operator must select every object")
+	}
+}
+
+// TestByObjectHasOneEntryPerKind: the cache options hold one selector per
+// kind (two would leave the winner to map order), and a Kyma's selector is
+// the --kyma-selector and the shard's together.
+func TestByObjectHasOneEntryPerKind(t *testing.T) {
+	selection := labels.SelectorFromSet(labels.Set{"ring": "canary"})
+	byObject := Shard{Count: 2, ID: 1}.ByObject(selection)
+	kinds := map[string]labels.Selector{}
+	for obj, opts := range byObject {
+		kinds[fmt.Sprintf("%T", obj)] = opts.Label
+	}
+	if len(kinds) != 3 || len(byObject) != 3 {
+		t.Fatalf("ByObject has kinds %v, want one entry each for Kymas, Manifests and Secrets", kinds)
+	}
+	ours := strconv.Itoa(1)
+	kyma := kinds["*v1beta2.Kyma"]
+	if !kyma.Matches(labels.Set{"ring": "canary", v1beta2.ShardBucketLabel: ours}) || kyma.Matches(labels.Set{v1beta2.ShardBucketLabel: ours}) {
+		t.Errorf("the Kyma selector %q must take both the --kyma-selector and the shard's", kyma)
+	}
+	if kyma.Matches(labels.Set{"ring": "canary", v1beta2.ShardBucketLabel: "0"}) {
+		t.Errorf("the Kyma selector %q selects another shard's bucket", kyma)
+	}
+	if unsharded := (Shard{}).ByObject(selection); len(unsharded) != 1 {
+		t.Errorf("an unsharded operator's ByObject = %v, want the Kyma selector alone", unsharded)
 	}
 }
