@@ -32,6 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -226,6 +228,8 @@ type bench struct {
 	operatorDone   chan error
 	// operators is how many operators (shards) were started.
 	operators int
+	// caches are the operators' caches, by shard, to tell what each holds.
+	caches []cache.Cache
 
 	mu          sync.Mutex
 	phase       string
@@ -276,6 +280,9 @@ func (b *bench) run(ctx context.Context) error {
 	})
 	if profErr := b.writeHeapProfile(); profErr != nil || err != nil {
 		return errors.Join(err, profErr)
+	}
+	if b.report.Caches, err = b.heldByShard(ctx); err != nil {
+		return err
 	}
 	// Idle comes before the upgrade: the installed fleet is as steady as an
 	// upgraded one, and a large run whose upgrade outlasts --timeout still
@@ -497,6 +504,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 			return fmt.Errorf("creating the operator (shard %d of %d): %w", id, shards, err)
 		}
 		b.operators++
+		b.caches = append(b.caches, mgr.GetCache())
 		go func() { b.operatorDone <- mgr.Start(opCtx) }()
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return fmt.Errorf("the operator's caches did not sync: %w", ctx.Err())
@@ -504,6 +512,39 @@ func (b *bench) startOperator(ctx context.Context) error {
 	}
 	return nil
 }
+
+// heldByShard is what each operator's informers hold of the fleet once it
+// is installed and filed: with shards, each its own share. The shards'
+// leaders file the Kymas the benchmark created without a shard bucket while
+// the install runs; until they are done, some objects are in every shard's
+// cache. It waits up to filingWait for each Kyma and Manifest to be held
+// once, and reports what the caches hold then.
+func (b *bench) heldByShard(ctx context.Context) ([]ShardCache, error) {
+	var out []ShardCache
+	err := wait.PollUntilContextTimeout(ctx, time.Second, filingWait, true, func(ctx context.Context) (bool, error) {
+		out = make([]ShardCache, 0, len(b.caches))
+		objects := map[string]int{}
+		for id, c := range b.caches {
+			held, err := shard.Held(ctx, c)
+			if err != nil {
+				return false, fmt.Errorf("reading what shard %d's cache holds: %w", id, err)
+			}
+			for _, h := range held {
+				objects[h.Kind] += h.Objects
+			}
+			out = append(out, ShardCache{Shard: id, Held: held})
+		}
+		return objects["Kyma"] == b.opts.Kymas && objects["Manifest"] == b.opts.Kymas*b.opts.Modules, nil
+	})
+	if wait.Interrupted(err) {
+		fmt.Fprintf(b.opts.Progress, "the shards' caches still held some objects more than once after %s\n", filingWait)
+		err = nil
+	}
+	return out, err
+}
+
+// filingWait bounds heldByShard's wait for the shards to file the fleet.
+const filingWait = 2 * time.Minute
 
 // snapshot is every counter at one moment.
 type snapshot struct {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
 // Report is everything one benchmark run measured. It is written as JSON so
@@ -28,6 +30,11 @@ type Report struct {
 	Rollout      *Rollout   `json:"rollout,omitempty"`
 	Idle         *Idle      `json:"idle,omitempty"`
 	Memory       Memory     `json:"memory"`
+	// Caches are what each operator's (each shard's) informers held of
+	// Kymas, Manifests and Secrets when the install ended; shard 0's
+	// rollout planner holds every Kyma and Manifest in a cache of its own
+	// besides (not counted here).
+	Caches []ShardCache `json:"caches,omitempty"`
 	// Processes are the control-plane binaries, with CPU seconds used per
 	// phase and their memory at the end.
 	Processes map[string]ProcessFigures `json:"processes,omitempty"`
@@ -145,6 +152,12 @@ type Idle struct {
 	// without a reconcile.
 	ManifestChecks    float64            `json:"manifestChecks"`
 	ProcessCPUSeconds map[string]float64 `json:"processCpuSeconds,omitempty"`
+}
+
+// ShardCache is what one operator's informers held (shard.Held).
+type ShardCache struct {
+	Shard int             `json:"shard"`
+	Held  []shard.Holding `json:"held"`
 }
 
 // Memory is the operator's (the benchmark process's) memory.
@@ -369,6 +382,13 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "; per Manifest (%d created): RSS %s, heap %s", m.Manifests, bytesIEC(m.RSSBytesPerManifest), bytesIEC(m.HeapBytesPerManifest))
 	}
 	fmt.Fprintln(w)
+	for _, c := range r.Caches {
+		fmt.Fprintf(w, "cache of shard %d after the install:", c.Shard)
+		for _, h := range c.Held {
+			fmt.Fprintf(w, " %d %ss (%s as JSON)", h.Objects, h.Kind, bytesIEC(h.Bytes))
+		}
+		fmt.Fprintln(w)
+	}
 
 	if len(r.Processes) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -228,6 +228,20 @@ func TestShardedRolloutPhase(t *testing.T) {
 	if !report.Converged || report.Scenario.Shards != shards {
 		t.Errorf("converged %v (%s), shards %d; want converged with %d shards", report.Converged, report.Error, report.Scenario.Shards, shards)
 	}
+	// Each shard's informers hold its own Kymas and Manifests alone.
+	if len(report.Caches) != shards {
+		t.Errorf("the report has the caches of %d shards, want %d", len(report.Caches), shards)
+	}
+	for _, c := range report.Caches {
+		held := map[string]int{}
+		for _, h := range c.Held {
+			held[h.Kind] = h.Objects
+		}
+		if held["Kyma"] != owners[c.Shard] || held["Manifest"] != owners[c.Shard]*opts.Modules || held["Secret"] < owners[c.Shard] {
+			t.Errorf("shard %d's cache holds %v; want its %d Kymas, their %d Manifests and at least their kubeconfig Secrets",
+				c.Shard, held, owners[c.Shard], owners[c.Shard]*opts.Modules)
+		}
+	}
 	r := report.Rollout
 	if r == nil || r.Phase == nil {
 		t.Fatal("the report has no rollout phase")
