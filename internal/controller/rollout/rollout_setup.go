@@ -31,6 +31,9 @@ func NewFleetCache(ctx context.Context, mgr ctrl.Manager, namespace string) (cac
 	fleet, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		// As in the manager's cache: managedFields are large, and the
+		// planner never reads them.
+		DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		return nil, err
