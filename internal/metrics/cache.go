@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,7 +17,7 @@ var cachedObjectsDesc = prometheus.NewDesc("lifecycle_manager_cached_objects",
 // benchmark), so that an SRE sees a shard's memory follow its share.
 var CachedObjects prometheus.Collector = cachedObjects
 
-var cachedObjects = &cachedCollector{sources: map[*cachedSource]struct{}{}}
+var cachedObjects = &cachedCollector{}
 
 type cachedSource struct {
 	shard  string
@@ -26,22 +25,13 @@ type cachedSource struct {
 }
 
 type cachedCollector struct {
-	mu      sync.Mutex
-	sources map[*cachedSource]struct{}
+	sources sources[cachedSource]
 }
 
 // ReportCachedObjects makes this process report what shard's informers
 // hold, as counts says, until ctx ends.
 func ReportCachedObjects(ctx context.Context, shard int, counts func() map[string]int) {
-	source := &cachedSource{shard: strconv.Itoa(shard), counts: counts}
-	cachedObjects.mu.Lock()
-	cachedObjects.sources[source] = struct{}{}
-	cachedObjects.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		cachedObjects.mu.Lock()
-		delete(cachedObjects.sources, source)
-		cachedObjects.mu.Unlock()
-	})
+	cachedObjects.sources.add(ctx, &cachedSource{shard: strconv.Itoa(shard), counts: counts})
 }
 
 // Describe implements prometheus.Collector.
@@ -49,9 +39,7 @@ func (c *cachedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- cachedObj
 
 // Collect implements prometheus.Collector.
 func (c *cachedCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for s := range c.sources {
+	for _, s := range c.sources.list() {
 		for kind, n := range s.counts() {
 			ch <- prometheus.MustNewConstMetric(cachedObjectsDesc, prometheus.GaugeValue, float64(n), s.shard, kind)
 		}

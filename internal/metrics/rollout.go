@@ -180,7 +180,7 @@ var rolloutPlannedDesc = prometheus.NewDesc("lifecycle_manager_rollout_planned_t
 // it, whether it plans or not: a planner that is gone, or stuck, reports
 // nothing of itself, and the Kyma controllers of every shard hold their
 // modules while the plan is stale.
-var rolloutPlans = &plansCollector{sources: map[*planSource]struct{}{}}
+var rolloutPlans = &plansCollector{}
 
 // planSource is one operator's view of the rollouts.
 type planSource struct {
@@ -189,8 +189,7 @@ type planSource struct {
 }
 
 type plansCollector struct {
-	mu      sync.Mutex
-	sources map[*planSource]struct{}
+	sources sources[planSource]
 }
 
 // planListTimeout bounds one source's List at a scrape: a cache not synced
@@ -200,15 +199,7 @@ const planListTimeout = 2 * time.Second
 // ReportRolloutPlans makes this process report the rollouts in namespace,
 // as reader (an operator's cache) sees them, until ctx ends.
 func ReportRolloutPlans(ctx context.Context, reader client.Reader, namespace string) {
-	source := &planSource{reader: reader, namespace: namespace}
-	rolloutPlans.mu.Lock()
-	rolloutPlans.sources[source] = struct{}{}
-	rolloutPlans.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		rolloutPlans.mu.Lock()
-		delete(rolloutPlans.sources, source)
-		rolloutPlans.mu.Unlock()
-	})
+	rolloutPlans.sources.add(ctx, &planSource{reader: reader, namespace: namespace})
 }
 
 // Describe implements prometheus.Collector.
@@ -217,12 +208,7 @@ func (c *plansCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rolloutPla
 // Collect implements prometheus.Collector: one series per rollout name,
 // module and channel, whichever source saw the latest plan.
 func (c *plansCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	sources := make([]*planSource, 0, len(c.sources))
-	for s := range c.sources {
-		sources = append(sources, s)
-	}
-	c.mu.Unlock()
+	sources := c.sources.list()
 	type seen struct {
 		phase string
 		at    time.Time

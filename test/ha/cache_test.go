@@ -3,13 +3,10 @@ package ha
 import (
 	"context"
 	"net"
-	"net/http"
 	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +15,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 // TestEachShardHoldsItsShareAndFilesItsNewKymas runs a process per shard
@@ -118,12 +116,7 @@ func addUp(sum, more map[string]float64) map[string]float64 {
 // cachedObjects is lifecycle_manager_cached_objects of the process serving
 // metrics at addr, by kind.
 func cachedObjects(g Gomega, addr string, id int) map[string]float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := testcluster.Scrape(addr)
 	g.Expect(err).NotTo(HaveOccurred())
 	out := map[string]float64{}
 	for _, m := range families["lifecycle_manager_cached_objects"].GetMetric() {

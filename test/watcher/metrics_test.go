@@ -3,7 +3,6 @@ package watcher
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,8 +11,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -143,12 +140,7 @@ func queriedSeries(t *testing.T) []string {
 }
 
 func scrape(g Gomega) map[string]*dto.MetricFamily {
-	resp, err := http.Get("http://" + env.metricsAddr + "/metrics")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := testcluster.Scrape(env.metricsAddr)
 	g.Expect(err).NotTo(HaveOccurred())
 	return families
 }
