@@ -3,13 +3,16 @@ package kyma
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
 // countingDescriptors derives one rawManifest link, or fails with err.
@@ -79,4 +82,33 @@ func TestPinnedResourcesDescriptorErrorNamesTheTemplate(t *testing.T) {
 	_, err := r.pinnedResources(context.Background(), template, "r1", nil, nil)
 	g.Expect(err).To(MatchError(ContainSubstring("ModuleTemplate shop-1.0.0: no resource raw-manifest")))
 	g.Expect(errors.Is(err, cause)).To(BeTrue())
+}
+
+// TestShardBucketAloneIsNoReasonToWrite: Manifests are created filed under
+// their Kyma's shard bucket, but an older Manifest without the label is up
+// to date all the same, so that an upgrade writes no Manifest for it (the
+// shards' filer labels them, once, and only with shards); any other label
+// that differs is a reason to write.
+func TestShardBucketAloneIsNoReasonToWrite(t *testing.T) {
+	kyma := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "kyma-a", Namespace: "kcp", UID: "uid-a"}}
+	desired := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Name: "kyma-a-m", Namespace: "kcp", Labels: map[string]string{
+		v1beta2.KymaNameLabel: "kyma-a", v1beta2.ShardBucketLabel: strconv.Itoa(shard.Bucket("kyma-a")),
+	}}}
+	scheme := runtime.NewScheme()
+	if err := v1beta2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := controllerutil.SetControllerReference(kyma, desired, scheme); err != nil {
+		t.Fatal(err)
+	}
+	unfiled := desired.DeepCopy()
+	delete(unfiled.Labels, v1beta2.ShardBucketLabel)
+	if !manifestUpToDate(kyma, unfiled, desired) {
+		t.Error("a Manifest without the shard bucket label is written again")
+	}
+	other := unfiled.DeepCopy()
+	other.Labels[v1beta2.KymaNameLabel] = "kyma-b"
+	if manifestUpToDate(kyma, other, desired) {
+		t.Error("a Manifest with another Kyma's label is taken as up to date")
+	}
 }
