@@ -80,6 +80,7 @@ func operatorCollectors() []prometheus.Collector {
 		ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
 		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes,
 		RolloutPhase, RolloutWave, RolloutRuntimes, RolloutHalted, RolloutRollingBack, RolloutLastProgress, RolloutPlanned,
+		ShardLeader,
 	}
 }
 

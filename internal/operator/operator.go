@@ -306,6 +306,9 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
+	if err := reportLeadership(mgr, opts.Shard.ID); err != nil {
+		return nil, err
+	}
 
 	return mgr, nil
 }
@@ -366,6 +369,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Reporting:           watcherSources.Reporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 		Access:              opts.ModuleAccess,
+		Clock:               opts.Clock,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
