@@ -245,3 +245,7 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// FreePorts returns n distinct ports on 127.0.0.1 that were free a moment
+// ago, for a test that starts a binary listening on them.
+func FreePorts(n int) ([]int, error) { return freePorts(n) }
