@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -235,8 +236,25 @@ func newestBefore(ctx context.Context, store *backup.Store, kyma string, t time.
 // restoreKyma puts the backup's module choices into the control plane's
 // Kyma: its modules (a module the Kyma lists already keeps its entry), the
 // channel, the flags, and the beta and internal opt-ins. The runtime id,
-// sync namespace and other labels are the new registration's.
+// sync namespace and other labels are the new registration's. A Kyma
+// registered moments ago is still being written by the operator (its
+// finalizers, labels): a conflict reads it again and retries.
 func restoreKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, s *backup.Snapshot) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(kyma), kyma); err != nil {
+			return err
+		}
+		return c.Patch(ctx, kyma, backedUpChoices(kyma, s))
+	})
+	if err != nil {
+		return fmt.Errorf("restoring Kyma %s: %w", kyma.Name, err)
+	}
+	return nil
+}
+
+// backedUpChoices puts the backup's choices into kyma and returns the
+// patch, locked to the version read.
+func backedUpChoices(kyma *v1beta2.Kyma, s *backup.Snapshot) client.Patch {
 	patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	kyma.Spec.Modules = mergeModules(kyma.Spec.Modules, s.Spec.Modules)
 	kyma.Spec.Channel = cmpOr(s.Spec.Channel, kyma.Spec.Channel)
@@ -250,10 +268,7 @@ func restoreKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, s *ba
 			kyma.Labels[l] = v
 		}
 	}
-	if err := c.Patch(ctx, kyma, patch); err != nil {
-		return fmt.Errorf("restoring Kyma %s: %w", kyma.Name, err)
-	}
-	return nil
+	return patch
 }
 
 // mergeModules adds the backup's modules to those listed, in the backup's
