@@ -8,13 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 	gtypes "github.com/onsi/gomega/types"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -104,7 +104,6 @@ func deleteNamespaces(c client.Client, names ...string) {
 func objectResult(kind, namespace, name string, action lmbackup.Action) gtypes.GomegaMatcher {
 	return And(HaveField("Kind", kind), HaveField("Namespace", namespace), HaveField("Name", name), HaveField("Action", action))
 }
-
 
 // A module CRD with hundreds of the owner's custom resources: a snapshot
 // reads them page by page, all of them, takes the Secret they all refer
