@@ -6,8 +6,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 )
 
@@ -91,4 +93,24 @@ func TestResultTable(t *testing.T) {
 		ContainSubstring("Restored backup 20261201T100000Z (format 2) of Kyma k1: 1 created, 0 updated, 1 skipped, 1 failed"),
 	))
 	g.Expect(res.Failed()).To(Equal(1))
+}
+
+func TestUntouchedDefault(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		managers []metav1.ManagedFieldsEntry
+		want     bool
+	}{
+		{"only the operator", []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager}, {Manager: apply.OwnershipFieldManager}}, true},
+		{"the module's operator writes status only", []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager}, {Manager: "sample-operator", Subresource: "status"}}, true},
+		{"the owner edited it", []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager}, {Manager: "kubectl-edit"}}, false},
+		{"an earlier restore wrote it", []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager}, {Manager: FieldManager}}, false},
+		{"nothing to tell by", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{Object: map[string]any{}}
+			obj.SetManagedFields(tt.managers)
+			NewWithT(t).Expect(untouchedDefault(obj)).To(Equal(tt.want))
+		})
+	}
 }
