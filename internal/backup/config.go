@@ -45,6 +45,11 @@ type Schedule struct {
 	// KeySecret names the Secret in the operator's namespace whose key
 	// "identity" holds the age X25519 identity backups are encrypted to.
 	KeySecret string `json:"keySecret"`
+	// IncludeSecrets also backs up the Secrets that the backed-up custom
+	// resources refer to in their own namespace (SecretReferences). Off
+	// by default: a backup then holds no credentials of the runtime's,
+	// only configuration.
+	IncludeSecrets bool `json:"includeSecrets,omitempty"`
 
 	cron      cron.Schedule
 	retention Retention

@@ -16,6 +16,7 @@ schedules:
     retention: {hourly: 48, weekly: 8}
     repository: registry.example/backups
     keySecret: backup-key
+    includeSecrets: true
   - name: rest
     schedule: "@daily"
     repository: registry.example/backups
@@ -37,6 +38,8 @@ func TestParse(t *testing.T) {
 	rest := s.For(map[string]string{"env": "dev"})
 	g.Expect(rest.Name).To(Equal("rest"))
 	g.Expect(rest.Keep()).To(Equal(DefaultRetention()))
+	g.Expect(prod.IncludeSecrets).To(BeTrue())
+	g.Expect(rest.IncludeSecrets).To(BeFalse(), "Secrets are backed up only when asked for")
 
 	var none *Schedules
 	g.Expect(none.For(nil)).To(BeNil())

@@ -1,8 +1,9 @@
 package lmctl
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,10 +110,14 @@ func newBackupRestoreCommand() *cobra.Command {
 		Use:   "restore KYMA",
 		Short: "Restore a backup into the runtime the Kyma now stands for",
 		Long: `Register the new runtime first: its kubeconfig Secret and a Kyma of the same name.
-restore then puts the backup's modules into the Kyma, the modules the runtime
-owner had added into the runtime's own Kyma once the operator created it, and
-applies each module's custom resource (server-side apply) once the module's CRD
-exists in the runtime. Without --backup it restores the newest backup taken
+restore then puts the backup's modules into the Kyma and, in the runtime and in
+this order: the runtime owner's choices into the runtime's own Kyma once the
+operator created it, the Namespaces and Secrets the backup's custom resources
+need, and the custom resources of the modules' CRDs once the modules installed
+them. It creates only: what the runtime has already is skipped and left as it
+is (a module's default custom resource that nobody changed since the operator
+created it is replaced). It reports, per object, created, updated, skipped or
+failed with the reason. Without --backup it restores the newest backup taken
 before the Kyma was created. A key that does not match changes nothing.`,
 		Example: "  lmctl backup restore my-runtime\n  lmctl backup restore my-runtime --backup 20261201T100000Z",
 		Args:    cobra.ExactArgs(1),
@@ -126,15 +131,18 @@ before the Kyma was created. A key that does not match changes nothing.`,
 				ro.Progress = cmd.OutOrStdout()
 			}
 			res, err := lmbackup.Restore(cmd.Context(), ro)
-			if err != nil {
+			if err != nil && !errors.Is(err, lmbackup.ErrIncomplete) {
 				return err
 			}
+			// A restore that ran through shows what it did with each
+			// object, failures included, before it exits with its error.
+			var printErr error
 			if format != output.Table {
-				return output.Structured(cmd.OutOrStdout(), format, res)
+				printErr = output.Structured(cmd.OutOrStdout(), format, res)
+			} else {
+				printErr = res.WriteTable(cmd.OutOrStdout())
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Restored backup %s of Kyma %s: %d modules, %d owner modules, %d custom resources (%s)\n",
-				res.Backup, res.Kyma, len(res.Modules), len(res.RuntimeModules), len(res.Resources), strings.Join(res.Resources, "; "))
-			return err
+			return cmp.Or(err, printErr)
 		},
 	}
 	flags.bind(cmd.Flags())

@@ -96,7 +96,9 @@ func sampleCR(g Gomega, c client.Client) *unstructured.Unstructured {
 // registered again with the same Kyma name on another, empty cluster. A
 // restore with a wrong key is refused and changes nothing; the restore
 // with the right key brings back the Kyma's modules, the owner's module and
-// the CR's spec.
+// the CR's spec; the owner's other CRs of the module's CRD, in two
+// namespaces, and the Secret one refers to come back in dependency order,
+// and what the new runtime has already is left as it is.
 func TestBackupDeleteRestore(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -108,6 +110,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 		rk := &v1beta2.Kyma{}
 		g.Expect(env.rt[0].Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, rk)).To(Succeed())
 		rk.Spec.Modules = append(rk.Spec.Modules, v1beta2.Module{Name: "evolving", Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete})
+		rk.Labels["owner-label"] = "kept"
 		g.Expect(env.rt[0].Update(ctx, rk)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	ownerSpec := map[string]any{"greeting": "hello from the owner", "replicas": int64(3)}
@@ -122,6 +125,9 @@ func TestBackupDeleteRestore(t *testing.T) {
 		g.Expect(k.Status.Modules).To(ContainElements(HaveField("Name", "sample"), HaveField("Name", "evolving")))
 		g.Expect(k.Status.RuntimeModules).To(ContainElement(HaveField("Name", "evolving")))
 	}, timeout, interval).Should(Succeed())
+	// The owner's own objects: CRs of the module's CRD in two namespaces,
+	// the Secrets they refer to, and what a backup leaves out.
+	owned := createOwnerObjects(env.rt[0])
 
 	var next time.Time
 	Eventually(func(g Gomega) {
@@ -142,7 +148,9 @@ func TestBackupDeleteRestore(t *testing.T) {
 	original := &v1beta2.Kyma{}
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, original)).To(Succeed())
 
-	// The runtime is lost; its backups stay, the grace period starts.
+	// The runtime is lost with the owner's objects; its backups stay, the
+	// grace period starts.
+	deleteNamespaces(env.rt[0], owned.teamA, owned.teamB)
 	unregister(name)
 	Eventually(func(g Gomega) {
 		rb := runtimeBackup(g, name)
@@ -150,9 +158,15 @@ func TestBackupDeleteRestore(t *testing.T) {
 		g.Expect(rb.Status.Conditions).To(ContainElement(HaveField("Reason", "KymaDeleted")))
 	}, timeout, interval).Should(Succeed())
 
-	// A new, empty cluster registered under the same name.
+	// A new, empty cluster registered under the same name. It has one
+	// of the owner's Namespaces and a Secret of the same name already:
+	// a restore leaves them as they are.
 	register(t, name, env.runtimes[1])
 	t.Cleanup(func() { unregister(name) })
+	t.Cleanup(func() { deleteNamespaces(env.rt[1], owned.teamA, owned.teamB) })
+	Expect(env.rt[1].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: owned.teamB}})).To(Succeed())
+	existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls-cert", Namespace: owned.teamB}, StringData: map[string]string{"tls.crt": "the new runtime's"}}
+	Expect(env.rt[1].Create(ctx, existing)).To(Succeed())
 	Eventually(func(g Gomega) {
 		g.Expect(runtimeBackup(g, name).Status.DeleteAfter).To(BeNil(), "the Kyma is back: no grace period")
 	}, timeout, interval).Should(Succeed())
@@ -182,7 +196,43 @@ func TestBackupDeleteRestore(t *testing.T) {
 	Expect(res.Backup).To(Equal(taken))
 	Expect(res.Modules).To(Equal([]string{"sample"}))
 	Expect(res.RuntimeModules).To(Equal([]string{"evolving"}))
-	Expect(res.Resources).To(HaveLen(1))
+	Expect(res.Format).To(Equal(backup.FormatVersion))
+	Expect(res.Failed()).To(BeZero(), "%+v", res.Objects)
+	// In dependency order: the Kymas, Namespaces, Secrets, then the
+	// custom resources; what exists is skipped.
+	Expect(res.Objects).To(HaveExactElements(
+		objectResult("Kyma", kcpNamespace, name, lmbackup.Updated),
+		objectResult("Kyma", v1beta2.DefaultRuntimeNamespace, v1beta2.DefaultRuntimeKymaName, lmbackup.Updated),
+		objectResult("Namespace", "", v1beta2.DefaultRuntimeNamespace, lmbackup.Skipped),
+		objectResult("Namespace", "", owned.teamA, lmbackup.Created),
+		objectResult("Namespace", "", owned.teamB, lmbackup.Skipped),
+		objectResult("Secret", owned.teamA, "db-credentials", lmbackup.Created),
+		objectResult("Secret", owned.teamB, "tls-cert", lmbackup.Skipped),
+		// The default CR: created, or replaced if the operator was first.
+		And(HaveField("Kind", "Sample"), HaveField("Name", "default"), HaveField("Action", BeElementOf(lmbackup.Created, lmbackup.Updated))),
+		objectResult("Sample", owned.teamA, "mine", lmbackup.Created),
+		objectResult("Sample", owned.teamB, "theirs", lmbackup.Created),
+	))
+	Expect(res.Objects[8].Module).To(Equal("sample"))
+
+	// The owner's objects are back, as they were.
+	for _, cr := range []client.ObjectKey{{Namespace: owned.teamA, Name: "mine"}, {Namespace: owned.teamB, Name: "theirs"}} {
+		restored := &unstructured.Unstructured{}
+		restored.SetGroupVersionKind(sampleGVK)
+		Expect(env.rt[1].Get(ctx, cr, restored)).To(Succeed())
+		Expect(restored.Object["spec"]).To(Equal(owned.specs[cr.Name]), "%s", cr)
+		Expect(restored.GetLabels()).To(HaveKeyWithValue("team", "a"))
+	}
+	secret := &corev1.Secret{}
+	Expect(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "db-credentials"}, secret)).To(Succeed())
+	Expect(secret.Data).To(HaveKeyWithValue("password", []byte("s3cret")))
+	Expect(env.rt[1].Get(ctx, client.ObjectKeyFromObject(existing), secret)).To(Succeed())
+	Expect(secret.Data).To(Equal(map[string][]byte{"tls.crt": []byte("the new runtime's")}), "an existing object is left as it is")
+	// Left out of the backup: an unreferenced Secret, a CR with an owner.
+	Expect(apierrors.IsNotFound(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "unreferenced"}, &corev1.Secret{}))).To(BeTrue())
+	ownedCR := &unstructured.Unstructured{}
+	ownedCR.SetGroupVersionKind(sampleGVK)
+	Expect(apierrors.IsNotFound(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "owned"}, ownedCR))).To(BeTrue())
 
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, k)).To(Succeed())
 	Expect(k.Spec.Modules).To(Equal(original.Spec.Modules))
@@ -192,6 +242,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 		rk := &v1beta2.Kyma{}
 		g.Expect(env.rt[1].Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, rk)).To(Succeed())
 		g.Expect(rk.Spec.Modules).To(ConsistOf(HaveField("Name", "evolving")))
+		g.Expect(rk.Labels).To(HaveKeyWithValue("owner-label", "kept"), "the owner's label on the runtime's Kyma")
 		spec, _, _ := unstructured.NestedMap(sampleCR(g, env.rt[1]).Object, "spec")
 		g.Expect(spec).To(Equal(ownerSpec), "the CR's spec as the owner left it")
 		k := &v1beta2.Kyma{}

@@ -35,7 +35,7 @@ const (
 var clock = clocktesting.NewFakePassiveClock(time.Date(2026, 1, 5, 0, 30, 0, 0, time.UTC))
 
 // Kymas labelled backup=hourly are backed up every hour, with the default
-// retention.
+// retention and the Secrets their custom resources refer to.
 const schedulesYAML = `
 schedules:
   - name: hourly
@@ -43,6 +43,7 @@ schedules:
     schedule: "0 * * * *"
     repository: %s/backups
     keySecret: backup-key
+    includeSecrets: true
 `
 
 var env struct {

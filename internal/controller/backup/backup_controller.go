@@ -21,6 +21,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
@@ -241,7 +242,14 @@ func (r *Reconciler) take(ctx context.Context, rb *v1beta2.RuntimeBackup, kyma *
 	if err != nil {
 		return reconciler.Retry(ReasonRuntimeUnavailable, fmt.Sprintf("The runtime cannot be reached: %s", reconciler.Cause(err)), err)
 	}
-	snapshot, err := backup.Take(ctx, backup.Source{Kyma: kyma, Runtime: cluster.Client, Mapper: cluster.Mapper, SyncNamespace: r.SyncNamespace}, now)
+	manifests := &v1beta2.ManifestList{}
+	if err := r.List(ctx, manifests, client.InNamespace(kyma.Namespace), index.OfKyma(kyma.Name)); err != nil {
+		return reconciler.Retry(ReasonSnapshotFailed, fmt.Sprintf("Listing the Kyma's Manifests failed: %s", reconciler.Cause(err)), err)
+	}
+	snapshot, err := backup.Take(ctx, backup.Source{
+		Kyma: kyma, Manifests: manifests.Items, Runtime: cluster.Client, Mapper: cluster.Mapper,
+		SyncNamespace: r.SyncNamespace, IncludeSecrets: schedule.IncludeSecrets,
+	}, now)
 	if err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return reconciler.Retry(ReasonSnapshotFailed, fmt.Sprintf("Reading the runtime's configuration failed: %s", reconciler.Cause(err)), err)
