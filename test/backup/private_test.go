@@ -74,17 +74,17 @@ func TestRestoreFromPrivateRegistry(t *testing.T) {
 		creds lmbackup.Credentials
 		as    string
 	}{
-		{"no credentials", lmbackup.Credentials{}, "logged in with no credentials"},
-		{"a wrong password", lmbackup.Credentials{Username: privateUser, Password: "guessed"}, "logged in with the user " + privateUser},
+		{"no credentials", lmbackup.Credentials{}, "anonymously (the docker default credentials have none for " + env.private.Host() + ")"},
+		{"a wrong password", lmbackup.Credentials{Username: privateUser, Password: "guessed"}, "logged in as the user " + privateUser},
 	} {
 		_, err := lmbackup.List(ctx, options(refused.creds))
 		Expect(err).To(MatchError(And(
-			ContainSubstring("the registry of "+env.private.Host()+"/backups/"+name+" refused lmctl "+refused.as+" (401 Unauthorized)"),
+			ContainSubstring("the registry refused to let lmctl read "+env.private.Host()+"/backups/"+name+" "+refused.as+" (401 Unauthorized)"),
 			ContainSubstring("--registry-credentials-secret NAME"), ContainSubstring("--docker-config FILE"),
 			ContainSubstring("--registry-username USER"), ContainSubstring("$"+lmbackup.PasswordEnv))), refused.name)
 		Expect(err.Error()).NotTo(Or(ContainSubstring(privatePassword), ContainSubstring("guessed")))
 		_, err = lmbackup.Restore(ctx, lmbackup.RestoreOptions{Options: options(refused.creds), Backup: tag, Timeout: timeout})
-		Expect(err).To(MatchError(ContainSubstring("refused lmctl "+refused.as)), refused.name)
+		Expect(err).To(MatchError(ContainSubstring(name+" "+refused.as+" (401 Unauthorized)")), refused.name)
 	}
 
 	_, err := lmbackup.List(ctx, options(lmbackup.Credentials{Secret: "no-such-secret"}))

@@ -78,7 +78,7 @@ func (o Options) locate(ctx context.Context) (*backup.Store, string, error) {
 		return nil, "", err
 	}
 	if host, _, _ := strings.Cut(repository, "/"); o.Credentials.given() == nil && anonymous(keychain, host) {
-		used = "no credentials (the docker default has none for " + host + ")"
+		used = "anonymously (the docker default credentials have none for " + host + ")"
 	}
 	opts := o.Store
 	opts.Keychain = keychain

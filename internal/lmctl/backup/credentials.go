@@ -57,8 +57,8 @@ func (c Credentials) given() []string {
 	return out
 }
 
-// keychain is the keychain the credentials stand for, and what it is, for
-// messages.
+// keychain is the keychain the credentials stand for, and how it logs in,
+// for messages.
 func (c Credentials) keychain(ctx context.Context, kcp client.Reader, namespace string) (authn.Keychain, string, error) {
 	if given := c.given(); len(given) > 1 {
 		return nil, "", fmt.Errorf("%v: give registry credentials one way only", given)
@@ -74,17 +74,17 @@ func (c Credentials) keychain(ctx context.Context, kcp client.Reader, namespace 
 			}
 			return nil, "", fmt.Errorf("reading the registry credentials Secret %s: %w", key, err)
 		}
-		return fetch.NewSecretKeychain(kcp, key), "the Secret " + key.String(), nil
+		return fetch.NewSecretKeychain(kcp, key), "logged in with the Secret " + key.String(), nil
 	case c.DockerConfig != "":
 		kc, err := dockerConfigKeychain(ctx, c.DockerConfig)
-		return kc, "the docker config " + c.DockerConfig, err
+		return kc, "logged in with the docker config " + c.DockerConfig, err
 	case c.Username != "":
 		if c.Password == "" {
 			return nil, "", fmt.Errorf("--registry-username without a password: set $%s or pipe it to --registry-password-stdin", PasswordEnv)
 		}
-		return staticKeychain{authn.FromConfig(authn.AuthConfig{Username: c.Username, Password: c.Password})}, "the user " + c.Username, nil
+		return staticKeychain{authn.FromConfig(authn.AuthConfig{Username: c.Username, Password: c.Password})}, "logged in as the user " + c.Username, nil
 	}
-	return authn.DefaultKeychain, "the docker default credentials", nil
+	return authn.DefaultKeychain, "logged in with the docker default credentials", nil
 }
 
 // dockerConfigKeychain reads a docker config file through the same code as
@@ -127,7 +127,7 @@ func explainRefusal(err error, repository, used string) error {
 	if status != http.StatusUnauthorized && status != http.StatusForbidden {
 		return err
 	}
-	return fmt.Errorf("the registry of %s refused lmctl logged in with %s (%d %s): give the credentials the operator pushes with: "+
+	return fmt.Errorf("the registry refused to let lmctl read %s %s (%d %s): give the credentials the operator pushes with: "+
 		"--registry-credentials-secret NAME (the operator's Secret, read in --namespace), --docker-config FILE, "+
 		"or --registry-username USER with the password in $%s or on stdin with --registry-password-stdin: %w",
 		repository, used, status, http.StatusText(status), PasswordEnv, err)
