@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"filippo.io/age"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,4 +138,24 @@ func TestReadIdentityFilesRefusesWhatIsNotAnIdentity(t *testing.T) {
 	g.Expect(err).To(MatchError(And(ContainSubstring("public.txt"), ContainSubstring("line 1"), ContainSubstring("AGE-SECRET-KEY-1…"))))
 	_, err = ReadIdentityFiles(nil)
 	g.Expect(err).To(MatchError(ContainSubstring("--identity FILE")))
+}
+
+// Post-quantum recipients work, and age refuses to mix them with classic
+// ones (docs/operations.md says a schedule takes one kind).
+func TestPostQuantumRecipientsDoNotMix(t *testing.T) {
+	g := NewWithT(t)
+	pq, err := age.GenerateHybridIdentity()
+	g.Expect(err).NotTo(HaveOccurred())
+	pqRecipients, err := ParseRecipients(pq.Recipient().String(), "test")
+	g.Expect(err).NotTo(HaveOccurred())
+	cipher, err := pqRecipients.Encrypt([]byte("snapshot"))
+	g.Expect(err).NotTo(HaveOccurred())
+	ids := &Identities{age: []age.Identity{pq}, recipients: []string{pq.Recipient().String()}, From: "test"}
+	plain, err := ids.Decrypt("r/k:t", pqRecipients.Fingerprints(), cipher)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(plain)).To(Equal("snapshot"))
+
+	_, classic := newKey(t, "classic.txt")
+	_, err = pqRecipients.Union(classic).Encrypt([]byte("snapshot"))
+	g.Expect(err).To(MatchError(ContainSubstring("encrypting")))
 }
