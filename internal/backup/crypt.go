@@ -212,9 +212,6 @@ func IdentitiesFromSecret(secret *corev1.Secret) (*Identities, error) {
 	return ids, nil
 }
 
-// recipientOf is an identity's public part; every identity age parses has one.
-type recipientOf interface{ Recipient() age.Recipient }
-
 func parseIdentities(raw []byte, from string) (*Identities, error) {
 	// age's parse errors give a line number and never quote the line.
 	parsed, err := age.ParseIdentities(bytes.NewReader(raw))

@@ -83,6 +83,19 @@ func backupAt(name string, t time.Time) {
 	}, timeout, interval/2).Should(Succeed())
 }
 
+// backupAtNext moves the clock to the Kyma's next scheduled backup, waits
+// until it is stored and returns its tag.
+func backupAtNext(name string) string {
+	var next time.Time
+	Eventually(func(g Gomega) {
+		rb := runtimeBackup(g, name)
+		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
+		next = rb.Status.NextScheduleTime.Time
+	}, timeout, interval).Should(Succeed())
+	backupAt(name, next)
+	return backup.Tag(next)
+}
+
 // advance moves the clock forward to t (never back: other tests' Kymas share it).
 func advance(t time.Time) {
 	if t.After(clock.Now()) {
@@ -129,14 +142,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 		g.Expect(k.Status.RuntimeModules).To(ContainElement(HaveField("Name", "evolving")))
 	}, timeout, interval).Should(Succeed())
 
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
-	backupAt(name, next)
-	taken := backup.Tag(next)
+	taken := backupAtNext(name)
 	rb := runtimeBackup(Default, name)
 	Expect(rb.Status.Count).To(BeNumerically(">=", 1))
 	Expect(rb.Status.LastSize).To(BeNumerically(">", 0))

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -133,19 +132,6 @@ func identityLine(path string) string {
 		}
 	}
 	panic("no identity in " + path)
-}
-
-// backupAtNext moves the clock to the Kyma's next scheduled backup, waits
-// until it is stored and returns its tag.
-func backupAtNext(name string) string {
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
-	backupAt(name, next)
-	return backup.Tag(next)
 }
 
 // setKeys replaces the key Secret's data, as `kubectl apply` of a new
