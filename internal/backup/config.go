@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 	_ "time/tzdata" // time zones named in the schedules, on any base image
 
@@ -42,17 +43,25 @@ type Schedule struct {
 	// Repository is the OCI repository (host/path) the backups go to; each
 	// runtime's are under <repository>/<kyma name>.
 	Repository string `json:"repository"`
-	// KeySecret names the Secret in the operator's namespace whose key
-	// "identity" holds the age X25519 identity backups are encrypted to.
-	KeySecret string `json:"keySecret"`
+	// Recipients are age public keys (age1…) backups are encrypted to; any
+	// one of their identities decrypts a backup. Public keys are not
+	// secret, so they may stand here; changing them takes a restart.
+	Recipients []string `json:"recipients,omitempty"`
+	// KeySecret names a Secret in the operator's namespace whose key
+	// "recipients" lists more recipients, one a line: read at every
+	// backup, so that keys rotate without a restart. A Secret of an
+	// operator before recipients, with the private key under "identity",
+	// still works (its public part is used) with a warning.
+	KeySecret string `json:"keySecret,omitempty"`
 	// IncludeSecrets also backs up the Secrets that the backed-up custom
 	// resources refer to in their own namespace (SecretReferences). Off
 	// by default: a backup then holds no credentials of the runtime's,
 	// only configuration.
 	IncludeSecrets bool `json:"includeSecrets,omitempty"`
 
-	cron      cron.Schedule
-	retention Retention
+	cron       cron.Schedule
+	retention  Retention
+	recipients Recipients
 }
 
 // RetentionSpec is the retention as written; a count left out is its
@@ -135,11 +144,20 @@ func (s *Schedule) compile() error {
 	if _, err := name.NewRepository(s.Repository); err != nil {
 		return fmt.Errorf("repository %q: %w", s.Repository, err)
 	}
-	if s.KeySecret == "" {
-		return errors.New("keySecret is empty: name the Secret that holds the encryption key")
+	if len(s.Recipients) == 0 && s.KeySecret == "" {
+		return errors.New("no key: list the age public keys (age1…) backups are encrypted to under recipients, or name a Secret that lists them under keySecret")
+	}
+	s.recipients = Recipients{}
+	for i, r := range s.Recipients {
+		if err := s.recipients.add(strings.TrimSpace(r)); err != nil {
+			return fmt.Errorf("recipients[%d]: %w", i, err)
+		}
 	}
 	return nil
 }
+
+// InlineRecipients are the recipients the schedule lists itself.
+func (s *Schedule) InlineRecipients() Recipients { return s.recipients }
 
 // For is the schedule of a Kyma with the given labels, nil when none
 // matches.

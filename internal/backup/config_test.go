@@ -20,7 +20,7 @@ schedules:
   - name: rest
     schedule: "@daily"
     repository: registry.example/backups
-    keySecret: backup-key
+    recipients: [age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p]
 `
 
 func TestParse(t *testing.T) {
@@ -40,6 +40,8 @@ func TestParse(t *testing.T) {
 	g.Expect(rest.Keep()).To(Equal(DefaultRetention()))
 	g.Expect(prod.IncludeSecrets).To(BeTrue())
 	g.Expect(rest.IncludeSecrets).To(BeFalse(), "Secrets are backed up only when asked for")
+	g.Expect(rest.InlineRecipients().Fingerprints()).To(Equal([]string{Fingerprint("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p")}))
+	g.Expect(prod.InlineRecipients().Len()).To(BeZero(), "its recipients are in the key Secret")
 
 	var none *Schedules
 	g.Expect(none.For(nil)).To(BeNil())
@@ -51,7 +53,9 @@ func TestParseNamesMistakes(t *testing.T) {
 		{"bad zone", "schedules:\n  - {name: s, schedule: '@hourly', timeZone: Nowhere/Land, repository: r.io/b, keySecret: k}\n", `timeZone "Nowhere/Land"`},
 		{"no repository", "schedules:\n  - {name: s, schedule: '@hourly', keySecret: k}\n", "repository is empty"},
 		{"bad repository", "schedules:\n  - {name: s, schedule: '@hourly', repository: 'r.io/UPPER', keySecret: k}\n", `repository "r.io/UPPER"`},
-		{"no key", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b}\n", "keySecret is empty"},
+		{"no key", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b}\n", "no key: list the age public keys (age1…) backups are encrypted to under recipients"},
+		{"a private key as recipient", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b, recipients: [AGE-SECRET-KEY-1XYZ]}\n", "recipients[0]: this is an age identity, a private key"},
+		{"not a recipient", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b, recipients: [age1, age1nope]}\n", "recipients[0]: not an age recipient"},
 		{"negative", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b, keySecret: k, retention: {daily: -1}}\n", "retention.daily is -1"},
 		{"keeps nothing", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b, keySecret: k, retention: {hourly: 0, daily: 0, weekly: 0}}\n", "retention keeps nothing"},
 		{"twice", "schedules:\n  - {name: s, schedule: '@hourly', repository: r.io/b, keySecret: k}\n  - {name: s, schedule: '@daily', repository: r.io/b, keySecret: k}\n", "the name is used twice"},

@@ -31,13 +31,19 @@ var sampleGVK = schema.GroupVersionKind{Group: "operator.kyma-project.io", Versi
 // labelled for the hourly backups, with the given modules.
 func register(t *testing.T, name string, rt *testcluster.Runtime, modules ...string) {
 	t.Helper()
+	registerFor(t, "hourly", name, rt, modules...)
+}
+
+// registerFor registers a runtime whose Kyma the named schedule selects.
+func registerFor(t *testing.T, schedule, name string, rt *testcluster.Runtime, modules ...string) {
+	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
 		Data:       map[string][]byte{"config": rt.Kubeconfig()},
 	}
 	k := &v1beta2.Kyma{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{"backup": "hourly", v1beta2.BetaLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{"backup": schedule, v1beta2.BetaLabel: "true"}},
 		Spec:       v1beta2.KymaSpec{Channel: "regular"},
 	}
 	for _, m := range modules {
@@ -75,6 +81,19 @@ func backupAt(name string, t time.Time) {
 		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
 		g.Expect(rb.Status.NextScheduleTime.After(t)).To(BeTrue())
 	}, timeout, interval/2).Should(Succeed())
+}
+
+// backupAtNext moves the clock to the Kyma's next scheduled backup, waits
+// until it is stored and returns its tag.
+func backupAtNext(name string) string {
+	var next time.Time
+	Eventually(func(g Gomega) {
+		rb := runtimeBackup(g, name)
+		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
+		next = rb.Status.NextScheduleTime.Time
+	}, timeout, interval).Should(Succeed())
+	backupAt(name, next)
+	return backup.Tag(next)
 }
 
 // advance moves the clock forward to t (never back: other tests' Kymas share it).
@@ -129,19 +148,12 @@ func TestBackupDeleteRestore(t *testing.T) {
 	// the Secrets they refer to, and what a backup leaves out.
 	owned := createOwnerObjects(env.rt[0])
 
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
-	backupAt(name, next)
-	taken := backup.Tag(next)
+	taken := backupAtNext(name)
 	rb := runtimeBackup(Default, name)
 	Expect(rb.Status.Count).To(BeNumerically(">=", 1))
 	Expect(rb.Status.LastSize).To(BeNumerically(">", 0))
 	Expect(rb.Status.Repository).To(Equal(env.registry.Host() + "/backups"))
-	Expect(rb.Status.KeyFingerprint).NotTo(BeEmpty())
+	Expect(rb.Status.KeyFingerprints).To(HaveLen(1))
 	Expect(rb.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue))))
 	Expect(rb.Status.Backups).To(ContainElement(HaveField("Tag", taken)))
 
@@ -172,25 +184,22 @@ func TestBackupDeleteRestore(t *testing.T) {
 	}, timeout, interval).Should(Succeed())
 
 	// The wrong key: refused, clearly, before anything is written.
-	wrong, err := backup.NewKeySecret(kcpNamespace, "wrong-key")
+	wrong, _, err := writeIdentity(t.TempDir(), "wrong.txt")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(env.kcp.Create(ctx, wrong)).To(Succeed())
-	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcp.Delete(ctx, wrong))).To(Succeed()) })
 	opts := lmbackup.RestoreOptions{
-		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, KeySecret: "wrong-key", Store: env.storeOpt},
+		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, IdentityFiles: []string{wrong}, Store: env.storeOpt},
 		Timeout: timeout,
 	}
 	_, err = lmbackup.Restore(ctx, opts)
 	Expect(errors.Is(err, backup.ErrWrongKey)).To(BeTrue(), "%v", err)
-	Expect(err.Error()).To(And(ContainSubstring(name+":"+taken), ContainSubstring("does not match"), ContainSubstring("wrong-key")))
+	Expect(err.Error()).To(And(ContainSubstring(name+":"+taken), ContainSubstring(rb.Status.KeyFingerprints[0]), ContainSubstring("wrong.txt")))
 	Expect(err.Error()).NotTo(ContainSubstring("AGE-SECRET-KEY"))
 	k := &v1beta2.Kyma{}
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, k)).To(Succeed())
 	Expect(k.Spec.Modules).To(BeEmpty(), "a refused restore writes nothing")
 
-	// The right key, from the RuntimeBackup; the newest backup from before
-	// the new Kyma.
-	opts.KeySecret = ""
+	// The SRE's identity; the newest backup from before the new Kyma.
+	opts.IdentityFiles = []string{env.identity}
 	res, err := lmbackup.Restore(ctx, opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res.Backup).To(Equal(taken))

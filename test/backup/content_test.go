@@ -193,17 +193,19 @@ func TestFormat1BackupRestores(t *testing.T) {
 	register(t, name, env.runtimes[1])
 	t.Cleanup(func() { unregister(name) })
 
+	// Encrypted to the recipients of the schedule's key Secret, as the
+	// operator does.
 	secret := &corev1.Secret{}
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: keySecret}, secret)).To(Succeed())
-	key, err := backup.KeyFromSecret(secret)
+	keys, err := backup.ReadKeySecret(secret)
 	Expect(err).NotTo(HaveOccurred())
-	encrypted, err := key.Encrypt(fmt.Appendf(nil, format1, name, name))
+	encrypted, err := keys.Recipients.Encrypt(fmt.Appendf(nil, format1, name, name))
 	Expect(err).NotTo(HaveOccurred())
-	info, err := env.store.Push(ctx, name, time.Date(2025, 12, 1, 10, 0, 0, 0, time.UTC), encrypted)
+	info, err := env.store.Push(ctx, name, time.Date(2025, 12, 1, 10, 0, 0, 0, time.UTC), encrypted, keys.Recipients.Fingerprints())
 	Expect(err).NotTo(HaveOccurred())
 
 	res, err := lmbackup.Restore(ctx, lmbackup.RestoreOptions{
-		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, Repository: env.registry.Host() + "/backups", KeySecret: keySecret, Store: env.storeOpt},
+		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, Repository: env.registry.Host() + "/backups", IdentityFiles: []string{env.identity}, Store: env.storeOpt},
 		Backup:  info.Tag, Timeout: timeout,
 	})
 	Expect(err).NotTo(HaveOccurred())

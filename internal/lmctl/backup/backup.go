@@ -1,7 +1,8 @@
 // Package backup is `lmctl backup`: list a runtime's backups, and restore
 // one into a recreated runtime of the same Kyma name (SPEC G5). It reads
-// what the operator wrote (the RuntimeBackup's repository and key Secret),
-// the key Secret and the registry; it writes the control plane's Kyma, and
+// what the operator wrote (the RuntimeBackup's repository) and the registry,
+// logged in as the operator pushes (credentials.go), and decrypts with the
+// identity whoever restores holds; it writes the control plane's Kyma, and
 // in the runtime its own Kyma, the custom resources of the modules' CRDs
 // and the Namespaces and Secrets they need.
 package backup
@@ -14,6 +15,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,51 +39,79 @@ const FieldManager = "lmctl-restore"
 // Options locate a Kyma's backups.
 type Options struct {
 	// KCP is a client of the control plane; Namespace holds the Kyma, its
-	// RuntimeBackup and the key Secret.
+	// RuntimeBackup and the Secrets named below.
 	KCP       client.Client
 	Namespace string
 	Kyma      string
-	// Repository and KeySecret override what the RuntimeBackup's status
-	// names (needed once it is gone).
+	// Repository overrides what the RuntimeBackup's status names (needed
+	// once it is gone).
 	Repository string
-	KeySecret  string
-	// Store reaches the registry.
-	Store backup.StoreOptions
+	// IdentityFiles are age identity files whose keys decrypt backups;
+	// KeySecret instead reads the identity a key Secret of an operator
+	// before recipients still holds ("identity"), only when named.
+	IdentityFiles []string
+	KeySecret     string
+	// Credentials log in to the registry; Store reaches it (insecure
+	// hosts; its Keychain is set from Credentials).
+	Credentials Credentials
+	Store       backup.StoreOptions
 }
 
-// located are the store and key of a Kyma's backups.
-func (o Options) locate(ctx context.Context, needKey bool) (*backup.Store, *backup.Key, error) {
-	repository, keySecret := o.Repository, o.KeySecret
-	if repository == "" || (needKey && keySecret == "") {
+// locate is the store of a Kyma's backups, and what it logs in with, for
+// messages.
+func (o Options) locate(ctx context.Context) (*backup.Store, string, error) {
+	repository := o.Repository
+	if repository == "" {
 		rb := &v1beta2.RuntimeBackup{}
 		if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, rb); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, nil, fmt.Errorf("no RuntimeBackup of Kyma %s in %s: name the backups' place with --repository and --key-secret", o.Kyma, o.Namespace)
+				return nil, "", fmt.Errorf("no RuntimeBackup of Kyma %s in %s: name the backups' place with --repository", o.Kyma, o.Namespace)
 			}
-			return nil, nil, fmt.Errorf("reading RuntimeBackup %s: %w", o.Kyma, err)
+			return nil, "", fmt.Errorf("reading RuntimeBackup %s: %w", o.Kyma, err)
 		}
-		repository = cmpOr(repository, rb.Status.Repository)
-		keySecret = cmpOr(keySecret, rb.Status.KeySecret)
+		repository = rb.Status.Repository
 	}
 	if repository == "" {
-		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no repository yet: give --repository", o.Kyma)
+		return nil, "", fmt.Errorf("the RuntimeBackup %s names no repository yet: give --repository", o.Kyma)
 	}
-	store := backup.NewStore(repository, o.Store)
-	if !needKey {
-		return store, nil, nil
-	}
-	if keySecret == "" {
-		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no key Secret: give --key-secret", o.Kyma)
-	}
-	secret := &corev1.Secret{}
-	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: keySecret}, secret); err != nil {
-		return nil, nil, fmt.Errorf("reading the key Secret %s/%s: %w", o.Namespace, keySecret, err)
-	}
-	key, err := backup.KeyFromSecret(secret)
+	keychain, used, err := o.Credentials.keychain(ctx, o.KCP, o.Namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	return store, key, nil
+	if host, _, _ := strings.Cut(repository, "/"); o.Credentials.given() == nil && anonymous(keychain, host) {
+		used = "anonymously (the docker default credentials have none for " + host + ")"
+	}
+	opts := o.Store
+	opts.Keychain = keychain
+	return backup.NewStore(repository, opts), used, nil
+}
+
+// anonymous is a keychain that has nothing for the registry.
+func anonymous(keychain authn.Keychain, host string) bool {
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		return true
+	}
+	auth, err := keychain.Resolve(reg)
+	return err != nil || auth == authn.Anonymous
+}
+
+// identities are the keys a restore decrypts with: the identity files, or
+// the named key Secret's identity.
+func (o Options) identities(ctx context.Context) (*backup.Identities, error) {
+	switch {
+	case len(o.IdentityFiles) > 0 && o.KeySecret != "":
+		return nil, errors.New("--identity and --key-secret: give the identity one way only")
+	case len(o.IdentityFiles) > 0:
+		return backup.ReadIdentityFiles(o.IdentityFiles)
+	case o.KeySecret != "":
+		secret := &corev1.Secret{}
+		if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.KeySecret}, secret); err != nil {
+			return nil, fmt.Errorf("reading the key Secret %s/%s: %w", o.Namespace, o.KeySecret, err)
+		}
+		return backup.IdentitiesFromSecret(secret)
+	}
+	return nil, errors.New("no identity: give the age identity file that decrypts the backups (--identity FILE; lmctl backup list shows the fingerprints of the keys each backup needs)")
 }
 
 func cmpOr(a, b string) string {
@@ -95,25 +127,27 @@ type Entry struct {
 	Time   time.Time `json:"time"`
 	Size   int64     `json:"size"`
 	Digest string    `json:"digest"`
+	// KeyFingerprints identify the keys the backup was encrypted to.
+	KeyFingerprints []string `json:"keyFingerprints,omitempty"`
 }
 
 // List is the Kyma's backups, newest first, as the registry has them.
 func List(ctx context.Context, o Options) ([]Entry, error) {
-	store, _, err := o.locate(ctx, false)
+	store, used, err := o.locate(ctx)
 	if err != nil {
 		return nil, err
 	}
 	infos, err := store.List(ctx, o.Kyma)
 	if err != nil {
-		return nil, err
+		return nil, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
 	}
 	out := make([]Entry, 0, len(infos))
 	for i := len(infos) - 1; i >= 0; i-- {
 		info, err := store.Describe(ctx, o.Kyma, infos[i])
 		if err != nil {
-			return nil, err
+			return nil, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
 		}
-		out = append(out, Entry{Backup: info.Tag, Time: info.Time, Size: info.Size, Digest: info.Digest})
+		out = append(out, Entry{Backup: info.Tag, Time: info.Time, Size: info.Size, Digest: info.Digest, KeyFingerprints: info.KeyFingerprints})
 	}
 	return out, nil
 }
@@ -156,13 +190,23 @@ type Result struct {
 // some objects failed the error wraps ErrIncomplete and the Result says
 // which.
 func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
+	ids, err := o.identities(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	store, used, err := o.locate(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := restore(ctx, o, store, ids)
+	return res, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
+}
+
+func restore(ctx context.Context, o RestoreOptions, store *backup.Store, key *backup.Identities) (Result, error) {
+	var err error
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
-	}
-	store, key, err := o.locate(ctx, true)
-	if err != nil {
-		return Result{}, err
 	}
 	kyma := &v1beta2.Kyma{}
 	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, kyma); err != nil {
