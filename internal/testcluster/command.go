@@ -33,7 +33,13 @@ type Command struct {
 // shared by several runs (a restarted command) keeps every run's lines; LogTail and
 // ExitError read only this run's.
 func StartCommand(path string, args []string, logPath string) (*Command, error) {
-	p, err := startProcess(filepath.Base(path), path, args, logPath)
+	return StartCommandWithEnv(path, args, nil, logPath)
+}
+
+// StartCommandWithEnv is StartCommand with env ("NAME=value") added to the test binary's
+// environment, as a container's env adds to its image's.
+func StartCommandWithEnv(path string, args, env []string, logPath string) (*Command, error) {
+	p, err := startProcessWithEnv(filepath.Base(path), path, args, env, logPath)
 	if err != nil {
 		return nil, err
 	}
