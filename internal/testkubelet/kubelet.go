@@ -61,6 +61,10 @@ type Options struct {
 	// that tests wait less for a Pod to become ready; liveness keeps the
 	// Pod's own period, as a slow start must not restart the process.
 	ReadinessPeriod time.Duration
+	// RestartDelay is how long an exited process waits to be restarted, as
+	// a kubelet's crash-loop back-off holds a container; zero restarts at
+	// the next sync.
+	RestartDelay time.Duration
 }
 
 // Kubelet runs the Pods of Options; Start it, Stop it.
@@ -82,6 +86,7 @@ type pod struct {
 	cmd      *testcluster.Command
 	logPath  string
 	restarts int32
+	exitedAt time.Time // when the process exited, until it is restarted
 
 	isReady          bool
 	readySince       metav1.Time
@@ -133,6 +138,19 @@ func (k *Kubelet) Address(podName, port string) string {
 		}
 	}
 	return ""
+}
+
+// Crash kills the Pod's process as an OOM kill or a panic ends it; the
+// kubelet restarts it after RestartDelay, in the same Pod.
+func (k *Kubelet) Crash(podName string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		if p.name == podName {
+			return p.cmd.Kill()
+		}
+	}
+	return fmt.Errorf("the kubelet runs no Pod %s", podName)
 }
 
 // LogTails are the last n lines of each running Pod's process, for a
@@ -211,8 +229,16 @@ func (k *Kubelet) runPod(ctx context.Context, obj *corev1.Pod) {
 			return
 		}
 	} else if !p.cmd.Running() {
+		if p.exitedAt.IsZero() {
+			p.exitedAt = time.Now()
+			p.isReady, p.readySince = false, metav1.Now()
+		}
+		if time.Since(p.exitedAt) < k.opts.RestartDelay {
+			k.writeStatus(ctx, obj, p, nil)
+			return
+		}
 		p.restarts++
-		p.isReady, p.readySince = false, metav1.Now()
+		p.exitedAt = time.Time{}
 		if err := k.restart(obj, p); err != nil {
 			k.writeStatus(ctx, obj, p, err)
 			return
@@ -404,7 +430,11 @@ func (k *Kubelet) writeStatus(ctx context.Context, obj *corev1.Pod, p *pod, star
 		if status.StartTime == nil {
 			status.StartTime = ptr.To(metav1.Now())
 		}
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: *status.StartTime}
+		if p.exitedAt.IsZero() {
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: *status.StartTime}
+		} else {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		}
 		cs.RestartCount, cs.Started, cs.Ready = p.restarts, ptr.To(true), p.isReady
 		since = p.readySince
 		if p.isReady {
@@ -482,6 +512,17 @@ func (k *Kubelet) terminate(ctx context.Context, obj *corev1.Pod) {
 		delete(k.pods, obj.UID)
 		k.mu.Unlock()
 	}
+}
+
+// PodReady reports the Pod's Ready condition, which the kubelet writes and
+// the ReplicaSet and EndpointSlice controllers read.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func freeAddress() (string, error) {

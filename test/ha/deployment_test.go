@@ -189,7 +189,7 @@ func eventuallyOneLeader(g Gomega, clientset kubernetes.Interface, kubelet *test
 		var leaders, labelled []string
 		for _, pod := range pods.Items {
 			g.Expect(pod.DeletionTimestamp).To(BeNil(), "pod %s is terminating", pod.Name)
-			g.Expect(podReady(&pod)).To(BeTrue(), "pod %s is not ready", pod.Name)
+			g.Expect(testkubelet.PodReady(&pod)).To(BeTrue(), "pod %s is not ready", pod.Name)
 			if leads(g, kubelet.Address(pod.Name, "metrics")) {
 				leaders = append(leaders, pod.Name)
 			}
@@ -203,15 +203,6 @@ func eventuallyOneLeader(g Gomega, clientset kubernetes.Interface, kubelet *test
 		leader = leaders[0]
 	}, rolloutTimeout, interval).Should(Succeed())
 	return leader
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // leads reads controller-runtime's leader_election_master_status from the
