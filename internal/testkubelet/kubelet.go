@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -260,7 +259,7 @@ func (k *Kubelet) start(obj *corev1.Pod) (*pod, error) {
 	k.mu.Unlock()
 	p := &pod{name: obj.Name, ip: ip, ports: map[string]string{}, logPath: filepath.Join(k.opts.Dir, obj.Name+".log")}
 	for _, port := range c.Ports {
-		addr, err := freeAddress()
+		addr, err := testcluster.FreeAddress()
 		if err != nil {
 			return nil, err
 		}
@@ -523,13 +522,4 @@ func PodReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
