@@ -32,6 +32,15 @@ import (
 // select it with the value "true".
 const Label = "operator.kyma-project.io/leader"
 
+// DeletionCost is the leader Pod's pod-deletion-cost: a ReplicaSet scaled
+// down (a rolling update's old one, or fewer replicas) deletes its standbys
+// before its leader, so that a rolling update hands leadership over once,
+// not once per old pod.
+const DeletionCost = "1"
+
+// deletionCostAnnotation is Kubernetes' pod-deletion-cost annotation.
+const deletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
 // clearTimeout bounds the last patch at shutdown: the Pod's termination
 // grace period must leave room for the rest of the shutdown.
 const clearTimeout = 5 * time.Second
@@ -115,15 +124,16 @@ func (l *Labeller) write(ctx context.Context, leader bool) error {
 	})
 }
 
-// patch sets or removes the label with a JSON merge patch: one key of the
-// Pod's labels, which the kubelet and the ReplicaSet controller leave alone,
-// needs no read first and no field manager of its own.
+// patch sets or removes the label and the deletion cost with a JSON merge
+// patch: two keys of the Pod's metadata, which the kubelet and the
+// ReplicaSet controller leave alone, need no read first and no field
+// manager of their own.
 func (l *Labeller) patch(ctx context.Context, leader bool) error {
-	value := "null"
+	label, cost := "null", "null"
 	if leader {
-		value = `"true"`
+		label, cost = `"true"`, `"`+DeletionCost+`"`
 	}
-	body := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, Label, value)
+	body := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s},"annotations":{%q:%s}}}`, Label, label, deletionCostAnnotation, cost)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: l.Pod.Namespace, Name: l.Pod.Name}}
 	if err := l.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return fmt.Errorf("labelling Pod %s (POD_NAME and POD_NAMESPACE must name this process's own Pod): %w", l.Pod, err)
