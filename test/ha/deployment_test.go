@@ -315,12 +315,12 @@ func leaderGaps(records []leaseRecord) []time.Duration {
 	var holder string
 	var lastLed time.Time
 	for _, r := range records {
-		switch {
-		case r.holder == "":
+		switch r.holder {
+		case "":
 			if !r.renewed.IsZero() {
 				lastLed = r.renewed
 			}
-		case r.holder == holder:
+		case holder:
 			lastLed = r.renewed
 		default:
 			if holder != "" || !lastLed.IsZero() {
