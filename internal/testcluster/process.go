@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -226,16 +225,6 @@ var (
 	// between freePorts closing its listener and the binary binding it.
 	portsHandedOut = map[int]bool{}
 )
-
-// FreeAddress is a loopback address (127.0.0.1:port) that was free a moment ago and that no
-// cluster of this process is handed, for a process under test to listen on.
-func FreeAddress() (string, error) {
-	ports, err := freePorts(1)
-	if err != nil {
-		return "", err
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
-}
 
 // freePorts returns n distinct ports on 127.0.0.1 that were free a moment ago. Starts retry
 // with new ports when a binary still finds one taken (see process.bindFailed).

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -259,10 +260,11 @@ func (k *Kubelet) start(obj *corev1.Pod) (*pod, error) {
 	k.mu.Unlock()
 	p := &pod{name: obj.Name, ip: ip, ports: map[string]string{}, logPath: filepath.Join(k.opts.Dir, obj.Name+".log")}
 	for _, port := range c.Ports {
-		addr, err := testcluster.FreeAddress()
+		free, err := testcluster.FreePorts(1)
 		if err != nil {
 			return nil, err
 		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(free[0]))
 		p.ports[strconv.Itoa(int(port.ContainerPort))] = addr
 		if port.Name != "" {
 			p.ports[port.Name] = addr
