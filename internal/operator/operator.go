@@ -296,7 +296,8 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		// A stopping leader (a rolling update, a drain) gives the Lease up
 		// instead of letting it run out: a standby takes over within its
 		// retry period rather than the Lease's 15 s. Safe because the
-		// process exits as soon as the manager returns.
+		// Lease is released only after every runnable has stopped, and
+		// nothing of the operator runs once the manager has returned.
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
