@@ -7,3 +7,6 @@ import "github.com/prometheus/client_golang/prometheus"
 func OperatorCollectors() []prometheus.Collector {
 	return append(operatorCollectors(), backupCollectors()...)
 }
+
+// BackupCollectors are the backups' collectors, for the test of their alert.
+var BackupCollectors = backupCollectors
