@@ -52,6 +52,9 @@ var env struct {
 	rt       []client.Client
 	store    *backup.Store
 	storeOpt backup.StoreOptions
+	// schedules are the operator's, parsed again as another process
+	// (a restarted operator, another shard) would.
+	schedules *backup.Schedules
 }
 
 func TestMain(m *testing.M) {
@@ -103,7 +106,13 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	if opts.Backup.Schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host())); err != nil {
 		return operator.Options{}, err
 	}
+	if env.schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host())); err != nil {
+		return operator.Options{}, err
+	}
 	opts.Backup.GracePeriod = gracePeriod
+	// One backup at a time, whatever the budget says: due backups beyond
+	// it wait their turn (TestDueBackupsWaitForTheBudget).
+	opts.Backup.MaxConcurrency = 1
 	// The fake clock moves in steps; each step is seen within this.
 	opts.Backup.Poll = 200 * time.Millisecond
 	return opts, nil
