@@ -52,8 +52,7 @@ var env struct {
 	rt       []client.Client
 	store    *backup.Store
 	storeOpt backup.StoreOptions
-	// schedules are the operator's, parsed again as another process
-	// (a restarted operator, another shard) would.
+	// schedules are the operator's.
 	schedules *backup.Schedules
 }
 
@@ -106,9 +105,7 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	if opts.Backup.Schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host())); err != nil {
 		return operator.Options{}, err
 	}
-	if env.schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host())); err != nil {
-		return operator.Options{}, err
-	}
+	env.schedules = opts.Backup.Schedules
 	opts.Backup.GracePeriod = gracePeriod
 	// One backup at a time, whatever the budget says: due backups beyond
 	// it wait their turn (TestDueBackupsWaitForTheBudget).

@@ -43,6 +43,23 @@ func hasLabels(m *dto.Metric, labels map[string]string) bool {
 	return matched == len(labels)
 }
 
+// registerRuntimes registers a runtime for each prefix, on the hourly
+// schedule, deleted when the test ends. Their names end in the clock's
+// time, new in each run (-count): a Kyma registered again within its grace
+// period would keep its RuntimeBackup and its history.
+func registerRuntimes(t *testing.T, prefixes ...string) []string {
+	t.Helper()
+	suffix := clock.Now().Format("0102150405")
+	names := make([]string, 0, len(prefixes))
+	for _, prefix := range prefixes {
+		name := prefix + "-" + suffix
+		register(t, name, env.runtimes[0])
+		t.Cleanup(func() { unregister(name) })
+		names = append(names, name)
+	}
+	return names
+}
+
 // nextScheduleTime waits for the RuntimeBackup's nextScheduleTime.
 func nextScheduleTime(name string) time.Time {
 	var next time.Time
@@ -61,15 +78,10 @@ func nextScheduleTime(name string) time.Time {
 // before the first backup, the backup's time after, gone once the Kyma is.
 func TestJitterSpreadsRuntimesOverTheHour(t *testing.T) {
 	RegisterTestingT(t)
-	// Names of their own in each run (-count): a Kyma registered again
-	// within its grace period keeps its RuntimeBackup and its history.
-	suffix := clock.Now().Format("0102150405")
-	names := []string{"spread-a-" + suffix, "spread-b-" + suffix, "spread-c-" + suffix}
-	for _, name := range names {
-		register(t, name, env.runtimes[0])
-		t.Cleanup(func() { unregister(name) })
-	}
+	names := registerRuntimes(t, "spread-a", "spread-b", "spread-c")
 	now := clock.Now()
+	// The time any operator process (a restarted one, another shard)
+	// computes from the name alone.
 	schedule := env.schedules.For(map[string]string{"backup": "hourly"})
 	offsets := map[time.Duration]bool{}
 	for _, name := range names {
@@ -113,12 +125,7 @@ func TestJitterSpreadsRuntimesOverTheHour(t *testing.T) {
 // each tagged with the time it was taken.
 func TestDueBackupsWaitForTheBudget(t *testing.T) {
 	RegisterTestingT(t)
-	suffix := clock.Now().Format("0102150405")
-	names := []string{"budget-a-" + suffix, "budget-b-" + suffix, "budget-c-" + suffix}
-	for _, name := range names {
-		register(t, name, env.runtimes[0])
-		t.Cleanup(func() { unregister(name) })
-	}
+	names := registerRuntimes(t, "budget-a", "budget-b", "budget-c")
 	var latest time.Time
 	for _, name := range names {
 		if next := nextScheduleTime(name); next.After(latest) {
