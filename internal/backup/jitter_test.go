@@ -53,7 +53,7 @@ func TestNextForStaysInsideItsGap(t *testing.T) {
 				g.Expect(at).To(BeTemporally(">=", tt.from), kyma)
 				g.Expect(at).To(BeTemporally("<", tt.to), kyma)
 				g.Expect(at.Sub(tt.from)).To(BeNumerically("<=", tt.spread), kyma)
-				g.Expect(at.Sub(tt.from) % time.Second).To(BeZero(), "whole seconds, as tags and status hold them")
+				g.Expect(at.Sub(tt.from)%time.Second).To(BeZero(), "whole seconds, as tags and status hold them")
 				// Asked again later in the gap (a restart, another shard):
 				// the same time.
 				if at.After(tt.from) {

@@ -77,5 +77,5 @@ func TestBackupsStaleAlertFindsTheStaleRuntime(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(stale).To(HaveLen(1))
 	g.Expect(stale).To(HaveKey("stale"))
-	g.Expect(stale["stale"]).To(BeNumerically("~", (3 * time.Hour).Seconds(), 5*time.Minute.Seconds()), "the value is the backup's age")
+	g.Expect(stale["stale"]).To(BeNumerically("~", (3*time.Hour).Seconds(), 5*time.Minute.Seconds()), "the value is the backup's age")
 }

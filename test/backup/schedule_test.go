@@ -145,7 +145,7 @@ func TestDueBackupsWaitForTheBudget(t *testing.T) {
 	Expect(ok).To(BeTrue())
 	Expect(limit).To(Equal(1.0))
 	after, _ := gauge(Default, "lifecycle_manager_backup_duration_seconds", nil)
-	Expect(after - taken).To(BeNumerically(">=", len(names)), "each backup timed for the budget")
+	Expect(after-taken).To(BeNumerically(">=", len(names)), "each backup timed for the budget")
 	inFlight, _ := gauge(Default, "lifecycle_manager_backups_in_flight", nil)
 	Expect(inFlight).To(BeZero())
 }
