@@ -64,6 +64,8 @@ func main() {
 	flag.StringVar(&backupSchedules, "backup-schedules", "",
 		"YAML file of backup schedules per label group of Kymas: cron, time zone, retention, OCI repository and key Secret (docs/operations.md, \"Backups and restore\"). Empty: no backups.")
 	flag.DurationVar(&opts.Backup.GracePeriod, "backup-grace-period", opts.Backup.GracePeriod, "How long a deleted Kyma's backups are kept before they and its RuntimeBackup are deleted.")
+	flag.IntVar(&opts.Backup.MaxConcurrency, "backup-max-concurrency", opts.Backup.MaxConcurrency,
+		"Most backups taken at once by this process; below it, as many as twice the rate of backups falling due times their measured duration (docs/operations.md, \"Backups and restore\").")
 	opts.Content.BindFlags(flag.CommandLine)
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")

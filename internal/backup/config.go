@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/labelgroup"
@@ -35,8 +36,16 @@ type Schedule struct {
 	// the schedule, and the retention's days and weeks).
 	labelgroup.Group `json:",inline"`
 	// Schedule is a cron expression (5 fields, or a descriptor such as
-	// @hourly) of when a backup is taken.
+	// @hourly or @every 5m) of when a backup is taken. @every counts from
+	// fixed points in time (multiples of its duration), not from the last
+	// backup.
 	Schedule string `json:"schedule"`
+	// Jitter bounds how far after each firing a runtime's backup is moved
+	// (jitter.go): each runtime by its own fraction of the gap to the next
+	// firing, or of Jitter when that is shorter. Left out, the whole gap:
+	// an hourly schedule spreads the fleet over the hour. 0 backs up every
+	// runtime at the firing itself.
+	Jitter *metav1.Duration `json:"jitter,omitempty"`
 	// Retention says how many backups are kept; a count left out is its
 	// default (24 hourly, 7 daily, 4 weekly), 0 keeps none of that kind.
 	Retention RetentionSpec `json:"retention,omitzero"`
@@ -62,6 +71,7 @@ type Schedule struct {
 	cron       cron.Schedule
 	retention  Retention
 	recipients Recipients
+	intervals  Intervals
 }
 
 // RetentionSpec is the retention as written; a count left out is its
@@ -121,6 +131,13 @@ func (s *Schedule) compile() error {
 	if s.cron, err = labelgroup.Cron.Parse(s.Schedule); err != nil {
 		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
 	}
+	s.cron = anchored(s.cron)
+	if s.intervals, err = s.measureIntervals(time.Now()); err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
+	}
+	if s.Jitter != nil && s.Jitter.Duration < 0 {
+		return fmt.Errorf("jitter is %s: it cannot be negative (0 turns it off)", s.Jitter.Duration)
+	}
 	s.retention = DefaultRetention()
 	for _, c := range []struct {
 		field string
@@ -173,7 +190,8 @@ func (s *Schedules) For(kymaLabels map[string]string) *Schedule {
 	return nil
 }
 
-// Next is the schedule's first firing after t.
+// Next is the schedule's first firing after t, without jitter (NextFor
+// has it).
 func (s *Schedule) Next(t time.Time) time.Time {
 	return s.cron.Next(t.In(s.Location()))
 }

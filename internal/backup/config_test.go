@@ -67,3 +67,15 @@ func TestParseNamesMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestParseNamesScheduleMistakes(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"negative jitter", "schedules:\n  - {name: s, schedule: '@hourly', jitter: -5m, repository: r.io/b, keySecret: k}\n", "jitter is -5m0s: it cannot be negative"},
+		{"never fires", "schedules:\n  - {name: s, schedule: '0 0 30 2 *', repository: r.io/b, keySecret: k}\n", "it never fires"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
+}

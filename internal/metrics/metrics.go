@@ -86,6 +86,7 @@ func operatorCollectors() []prometheus.Collector {
 
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(operatorCollectors()...)
+	crmetrics.Registry.MustRegister(backupCollectors()...)
 	// Both results exist from the start, so that the dashboard's rate of
 	// checks and its alerts see the series before the first check.
 	for _, result := range []string{CheckUnchanged, CheckReconcile} {

@@ -156,6 +156,9 @@ type BackupOptions struct {
 	// Poll is the longest a RuntimeBackup waits between looks (tests with
 	// a fake clock shorten it).
 	Poll time.Duration
+	// MaxConcurrency caps the backups taken at once; below it, a budget
+	// from the runtimes due and the backups' duration decides.
+	MaxConcurrency int
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -182,7 +185,7 @@ func DefaultOptions() Options {
 		RuntimeIdleTimeout:    time.Minute,
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
 		ModuleAccess:          manifest.AccessOptions{Undeclared: manifest.UndeclaredAdmin, TokenTTL: time.Hour},
-		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod},
+		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod, MaxConcurrency: backupcontroller.DefaultMaxConcurrency},
 		Analysis:              analysis.DefaultOptions(),
 	}
 }
@@ -445,7 +448,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 			Poll:             opts.Backup.Poll,
 			ReconcileTimeout: opts.ReconcileTimeout,
 			Events:           reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager")),
-		}).SetupWithManager(mgr, 2); err != nil {
+		}).SetupWithManager(mgr, opts.Backup.MaxConcurrency); err != nil {
 			return fmt.Errorf("setting up the backup controller: %w", err)
 		}
 	}

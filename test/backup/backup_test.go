@@ -86,12 +86,7 @@ func backupAt(name string, t time.Time) {
 // backupAtNext moves the clock to the Kyma's next scheduled backup, waits
 // until it is stored and returns its tag.
 func backupAtNext(name string) string {
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
+	next := nextScheduleTime(name)
 	backupAt(name, next)
 	return backup.Tag(next)
 }

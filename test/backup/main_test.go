@@ -85,6 +85,8 @@ var env struct {
 	rt       []client.Client
 	store    *backup.Store
 	storeOpt backup.StoreOptions
+	// schedules are the operator's.
+	schedules *backup.Schedules
 }
 
 func TestMain(m *testing.M) {
@@ -156,7 +158,11 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	if opts.Backup.Schedules, err = backup.Parse(fmt.Appendf(nil, schedulesYAML, env.registry.Host(), env.private.Host(), recipient)); err != nil {
 		return operator.Options{}, err
 	}
+	env.schedules = opts.Backup.Schedules
 	opts.Backup.GracePeriod = gracePeriod
+	// One backup at a time, whatever the budget says: due backups beyond
+	// it wait their turn (TestDueBackupsWaitForTheBudget).
+	opts.Backup.MaxConcurrency = 1
 	// The fake clock moves in steps; each step is seen within this.
 	opts.Backup.Poll = 200 * time.Millisecond
 	return opts, nil

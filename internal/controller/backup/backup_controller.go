@@ -22,6 +22,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
@@ -78,6 +79,9 @@ type Reconciler struct {
 	// ReconcileTimeout bounds one backup.
 	ReconcileTimeout time.Duration
 	Events           *reconciler.Events
+
+	// budget says how many backups run at once (SetupWithManager).
+	budget *budget
 }
 
 func (r *Reconciler) now() time.Time {
@@ -158,6 +162,7 @@ func expired(rb *v1beta2.RuntimeBackup, now time.Time) bool {
 // its RuntimeBackup. The repository is the one status names: the schedule
 // may have changed since.
 func (r *Reconciler) expire(ctx context.Context, rb *v1beta2.RuntimeBackup) error {
+	r.unplan(rb.Name)
 	if rb.Status.Repository != "" {
 		if err := backup.NewStore(rb.Status.Repository, r.Store).DeleteAll(ctx, rb.Name); err != nil {
 			return fmt.Errorf("deleting the backups of deleted Kyma %s: %w", rb.Name, err)
@@ -177,12 +182,14 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 			s.KymaDeletedAt = &metav1.Time{Time: now}
 			s.DeleteAfter = &metav1.Time{Time: now.Add(r.GracePeriod)}
 		}
+		r.unplan(rb.Name)
 		s.NextScheduleTime = nil
 		return reconciler.Ready(ReasonKymaDeleted, "The Kyma is deleted: its backups are kept until deleteAfter, then deleted", r.after(now, s.DeleteAfter.Time))
 	}
 	s.KymaDeletedAt, s.DeleteAfter = nil, nil
 	schedule := r.Schedules.For(kyma.Labels)
 	if schedule == nil {
+		r.unplan(rb.Name)
 		s.NextScheduleTime = nil
 		return reconciler.Ready(ReasonUnscheduled, "No backup schedule selects the Kyma: no backups are taken, those taken are kept", 0)
 	}
@@ -192,7 +199,7 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 			from = s.LastScheduleTime.Time
 		}
 		s.Schedule = schedule.Name
-		s.NextScheduleTime = &metav1.Time{Time: schedule.Next(from)}
+		s.NextScheduleTime = &metav1.Time{Time: schedule.NextFor(kyma.Name, from)}
 	}
 	s.Repository, s.KeySecret = schedule.Repository, schedule.KeySecret
 	// The keys are looked at every time, not only when a backup is due: a
@@ -201,11 +208,22 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 	if o.Kind == reconciler.KindRetry {
 		return o
 	}
+	r.plan(rb, schedule)
 	if now.Before(s.NextScheduleTime.Time) {
 		return r.idle(s, now, keys)
 	}
 
+	release, admitted := r.budget.tryAcquire()
+	if !admitted {
+		// Due, but as many backups as the budget allows are running: the
+		// one due longest gets no priority, but the jitter keeps the queue
+		// short.
+		o := r.idle(s, now, keys)
+		o.After = budgetRetryAfter()
+		return o
+	}
 	o = r.take(ctx, rb, kyma, schedule, keys.Recipients, now)
+	release()
 	s.LastScheduleTime = &metav1.Time{Time: now}
 	if o.Kind == reconciler.KindRetry {
 		// NextScheduleTime stays due: the backup is retried with backoff.
@@ -213,12 +231,31 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 		return o
 	}
 	s.LastError = ""
-	s.NextScheduleTime = &metav1.Time{Time: schedule.Next(now)}
+	s.NextScheduleTime = &metav1.Time{Time: schedule.NextFor(kyma.Name, now)}
+	r.plan(rb, schedule)
 	if o.Kind == reconciler.KindWarning {
 		o.After = r.after(now, s.NextScheduleTime.Time)
 		return o
 	}
 	return r.idle(s, now, keys)
+}
+
+// plan counts the runtime in the budget and reports when its last good
+// backup was taken (its RuntimeBackup's creation while none was).
+func (r *Reconciler) plan(rb *v1beta2.RuntimeBackup, schedule *backup.Schedule) {
+	r.budget.plan(rb.Name, schedule.Intervals().Shortest)
+	last := rb.CreationTimestamp.Time
+	if rb.Status.LastSuccessfulTime != nil {
+		last = rb.Status.LastSuccessfulTime.Time
+	}
+	metrics.SetBackupLastSuccess(rb.Name, schedule.Name, last)
+}
+
+// unplan takes a runtime that is no longer backed up out of the budget and
+// the metrics.
+func (r *Reconciler) unplan(kyma string) {
+	r.budget.plan(kyma, 0)
+	metrics.ForgetBackups(kyma)
 }
 
 // idle is the outcome of a RuntimeBackup waiting for its next backup.
