@@ -43,3 +43,23 @@ const ReasonWarning = "Warning"
 // too large to write. The bound is the writer's, not the CRD's: a status
 // written by the Kyma lifecycle-manager, which has none, must still apply.
 const MaxMessageLength = 1024
+
+// ConditionWatcherReporting is a Kyma's liveness as its runtime's watcher
+// agent shows it: True while the agent reports or sends heartbeats, False
+// (reason WatcherSilent) once it has been silent longer than the operator's
+// timeout, absent when the runtime has no agent. The operator writes it
+// only when it changes, so its lastTransitionTime says since when; a
+// reader that shows liveness (lmctl, the console) shows a runtime whose
+// condition is False, or whose Ready condition says the runtime cannot be
+// reached, as unknown with that age, never as Ready.
+const ConditionWatcherReporting = "WatcherReporting"
+
+// Reasons of the WatcherReporting condition.
+const (
+	// ReasonWatcherHeard: the agent reported or sent a heartbeat within
+	// the timeout.
+	ReasonWatcherHeard = "WatcherHeard"
+	// ReasonWatcherSilent: nothing from the agent for longer than the
+	// timeout.
+	ReasonWatcherSilent = "WatcherSilent"
+)

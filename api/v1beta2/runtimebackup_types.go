@@ -46,13 +46,19 @@ type RuntimeBackupStatus struct {
 	// +optional
 	Repository string `json:"repository,omitempty"`
 
-	// KeySecret names the Secret (in this namespace) whose key decrypts the
-	// backups; KeyFingerprint identifies the key they were encrypted to
-	// (a hash of its public part).
+	// KeySecret names the Secret (in this namespace) that lists more
+	// recipients (public keys) the backups are encrypted to, when the
+	// schedule names one. It holds no private key: whoever restores brings
+	// the identity (`lmctl backup restore --identity FILE`).
 	// +optional
 	KeySecret string `json:"keySecret,omitempty"`
+
+	// KeyFingerprints identify the keys the last backup was encrypted to
+	// (a hash of each public key); any one of their identities decrypts it.
 	// +optional
-	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	KeyFingerprints []string `json:"keyFingerprints,omitempty"`
 
 	// LastScheduleTime is when a backup was last attempted;
 	// LastSuccessfulTime when one was last stored; NextScheduleTime when the
@@ -112,6 +118,12 @@ type BackupRecord struct {
 	// Size is its size in bytes, when known (backups this operator stored).
 	// +optional
 	Size int64 `json:"size,omitempty"`
+	// KeyFingerprints identify the keys it was encrypted to, when known
+	// (backups this operator stored).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	KeyFingerprints []string `json:"keyFingerprints,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -59,6 +59,9 @@ func run() int {
 	flag.IntVar(&rollout.Canary, "rollout-canary", rollout.Canary, "The rollout's canary wave: how many Kymas (0: none).")
 	flag.StringVar(&rolloutMaxInFlight, "rollout-max-in-flight", rolloutMaxInFlight, "The rollout's later waves: a count of Kymas, or a percentage of the fleet (\"20%\").")
 	flag.DurationVar(&rollout.Soak, "rollout-soak", rollout.Soak, "How long each wave of the rollout soaks before the next.")
+	backupOpts := fleetbench.DefaultBackupOptions()
+	flag.StringVar(&backupOpts.Schedule, "backup-schedule", "", "Run the backup phase last: every Kyma backed up on this cron schedule (e.g. \"@every 5m\", spread over the period by the jitter), one round measured in real time. Empty skips it.")
+	flag.IntVar(&backupOpts.MaxConcurrency, "backup-max-concurrency", 0, "The operator's --backup-max-concurrency in the backup phase; 0 keeps its default.")
 	flag.DurationVar(&opts.Idle, "idle", opts.Idle, "How long to measure the idle fleet after convergence; 0 skips it.")
 	flag.DurationVar(&opts.ReadyInterval, "ready-interval", opts.ReadyInterval, "The operator's Ready requeue interval (its periodic drift check); 0 keeps the operator's default (5m).")
 	flag.IntVar(&opts.KymaConcurrency, "kyma-concurrency", opts.KymaConcurrency, "The operator's concurrent Kyma reconciles.")
@@ -87,6 +90,9 @@ func run() int {
 	rollout.MaxInFlight = intstr.Parse(rolloutMaxInFlight)
 	if !withRollout {
 		opts.Rollout = nil
+	}
+	if backupOpts.Schedule != "" {
+		opts.Backup = backupOpts
 	}
 	opts.KCPQPS = float32(kcpQPS)
 	opts.RuntimeQPS = float32(runtimeQPS)

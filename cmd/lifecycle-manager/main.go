@@ -30,6 +30,8 @@ func main() {
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address of the metrics endpoint; 0 disables it.")
 	flag.StringVar(&opts.HealthProbeAddr, "health-probe-bind-address", opts.HealthProbeAddr, "Address of the health probes; 0 disables them.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "Elect a leader so that only one replica reconciles.")
+	flag.StringVar(&opts.Pod.Name, "pod-name", os.Getenv("POD_NAME"), "Name of this process's Pod (default $POD_NAME, the downward API): the leader labels it, and the listener's Service selects that label. Empty labels nothing.")
+	flag.StringVar(&opts.Pod.Namespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of this process's Pod (default $POD_NAMESPACE); must be --namespace.")
 	flag.IntVar(&opts.Shard.Count, "shards", 1, "Split the fleet into this many shards by a stable hash of each Kyma's name; each shard is run by its own processes, one leader per shard (docs/install.md, \"High availability and sharding\").")
 	flag.IntVar(&opts.Shard.ID, "shard-id", 0, "The shard this process works on, 0 to --shards minus 1; Kymas of other shards, their Manifests and Secrets are never touched.")
 	flag.DurationVar(&opts.Intervals.Ready, "requeue-ready", opts.Intervals.Ready, "How often a Ready object is checked for drift.")
@@ -62,6 +64,8 @@ func main() {
 	flag.StringVar(&backupSchedules, "backup-schedules", "",
 		"YAML file of backup schedules per label group of Kymas: cron, time zone, retention, OCI repository and key Secret (docs/operations.md, \"Backups and restore\"). Empty: no backups.")
 	flag.DurationVar(&opts.Backup.GracePeriod, "backup-grace-period", opts.Backup.GracePeriod, "How long a deleted Kyma's backups are kept before they and its RuntimeBackup are deleted.")
+	flag.IntVar(&opts.Backup.MaxConcurrency, "backup-max-concurrency", opts.Backup.MaxConcurrency,
+		"Most backups taken at once by this process; below it, as many as twice the rate of backups falling due times their measured duration (docs/operations.md, \"Backups and restore\").")
 	opts.Content.BindFlags(flag.CommandLine)
 	flag.StringVar(&opts.Content.RegistryCredentialsSecret, "registry-credentials-secret", opts.Content.RegistryCredentialsSecret,
 		"Name of a kubernetes.io/dockerconfigjson Secret in --namespace with credentials for OCI registries, read live; empty reads registries anonymously.")

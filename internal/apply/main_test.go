@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -204,4 +205,16 @@ func resource(group, kind, namespace, name string) v1beta2.Resource {
 		Namespace:        namespace,
 		Name:             name,
 	}
+}
+
+// widgetServed waits until the runtime serves the module's Widget kind:
+// an applied CRD is Established a moment before discovery lists it, and a
+// client's first request for the kind in between finds no match (the
+// operator retries such a request; a test that goes on at once waits).
+func (m module) widgetServed(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(func() error {
+		_, err := runtimeClient.RESTMapper().RESTMapping(schema.GroupKind{Group: m.group, Kind: "Widget"}, "v1")
+		return err
+	}).WithTimeout(time.Minute).Should(Succeed())
 }

@@ -80,6 +80,7 @@ func TestCustomResourceReadiness(t *testing.T) {
 	m := newModule(t)
 	_, err := applier().ApplyModule(ctx, m.content(t, widgetCRD), m.owner, nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	m.widgetServed(t)
 	cr := m.content(t, `{apiVersion: "%[2]s/v1", kind: Widget, metadata: {name: default, namespace: "%[1]s"}, spec: {size: 1}}`)[0]
 	readiness := func() apply.Readiness {
 		r, err := apply.CustomResourceReadiness(ctx, runtimeClient, cr)

@@ -272,6 +272,7 @@ func TestDeleteCustomResourceOnlyDeletesTheModules(t *testing.T) {
 	m := newModule(t)
 	_, err := applier().ApplyModule(ctx, m.content(t, widgetCRD), m.owner, nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	m.widgetServed(t)
 	cr := m.content(t, `{apiVersion: "%[2]s/v1", kind: Widget, metadata: {name: default, namespace: "%[1]s"}, spec: {size: 1}}`)[0]
 
 	state, err := apply.EnsureCustomResource(ctx, runtimeClient, cr, m.owner)

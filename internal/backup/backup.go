@@ -7,27 +7,29 @@ import (
 	"time"
 )
 
-// Save encrypts a snapshot to the key and stores it, tagged with its time.
-func Save(ctx context.Context, store *Store, key *Key, s *Snapshot) (Info, error) {
+// Save encrypts a snapshot to the recipients and stores it, tagged with its
+// time and annotated with the recipients' fingerprints.
+func Save(ctx context.Context, store *Store, recipients Recipients, s *Snapshot) (Info, error) {
 	plain, err := s.Encode()
 	if err != nil {
 		return Info{}, fmt.Errorf("encoding the snapshot: %w", err)
 	}
-	encrypted, err := key.Encrypt(plain)
+	encrypted, err := recipients.Encrypt(plain)
 	if err != nil {
 		return Info{}, err
 	}
-	return store.Push(ctx, s.Kyma, s.TakenAt, encrypted)
+	return store.Push(ctx, s.Kyma, s.TakenAt, encrypted, recipients.Fingerprints())
 }
 
-// Open reads and decrypts one backup of the Kyma; a key that does not
-// match is refused with ErrWrongKey, naming the backup.
-func Open(ctx context.Context, store *Store, key *Key, kyma, tag string) (*Snapshot, error) {
-	encrypted, err := store.Fetch(ctx, kyma, tag)
+// Open reads and decrypts one backup of the Kyma; identities that do not
+// match are refused with ErrWrongKey, naming the backup and the keys it
+// needs.
+func Open(ctx context.Context, store *Store, ids *Identities, kyma, tag string) (*Snapshot, error) {
+	sealed, err := store.Fetch(ctx, kyma, tag)
 	if err != nil {
 		return nil, err
 	}
-	plain, err := key.Decrypt(store.Ref(kyma, tag), encrypted)
+	plain, err := ids.Decrypt(store.Ref(kyma, tag), sealed.KeyFingerprints, sealed.Data)
 	if err != nil {
 		return nil, err
 	}

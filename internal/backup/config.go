@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 	_ "time/tzdata" // time zones named in the schedules, on any base image
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/labelgroup"
@@ -34,20 +36,42 @@ type Schedule struct {
 	// the schedule, and the retention's days and weeks).
 	labelgroup.Group `json:",inline"`
 	// Schedule is a cron expression (5 fields, or a descriptor such as
-	// @hourly) of when a backup is taken.
+	// @hourly or @every 5m) of when a backup is taken. @every counts from
+	// fixed points in time (multiples of its duration), not from the last
+	// backup.
 	Schedule string `json:"schedule"`
+	// Jitter bounds how far after each firing a runtime's backup is moved
+	// (jitter.go): each runtime by its own fraction of the gap to the next
+	// firing, or of Jitter when that is shorter. Left out, the whole gap:
+	// an hourly schedule spreads the fleet over the hour. 0 backs up every
+	// runtime at the firing itself.
+	Jitter *metav1.Duration `json:"jitter,omitempty"`
 	// Retention says how many backups are kept; a count left out is its
 	// default (24 hourly, 7 daily, 4 weekly), 0 keeps none of that kind.
 	Retention RetentionSpec `json:"retention,omitzero"`
 	// Repository is the OCI repository (host/path) the backups go to; each
 	// runtime's are under <repository>/<kyma name>.
 	Repository string `json:"repository"`
-	// KeySecret names the Secret in the operator's namespace whose key
-	// "identity" holds the age X25519 identity backups are encrypted to.
-	KeySecret string `json:"keySecret"`
+	// Recipients are age public keys (age1…) backups are encrypted to; any
+	// one of their identities decrypts a backup. Public keys are not
+	// secret, so they may stand here; changing them takes a restart.
+	Recipients []string `json:"recipients,omitempty"`
+	// KeySecret names a Secret in the operator's namespace whose key
+	// "recipients" lists more recipients, one a line: read at every
+	// backup, so that keys rotate without a restart. A Secret of an
+	// operator before recipients, with the private key under "identity",
+	// still works (its public part is used) with a warning.
+	KeySecret string `json:"keySecret,omitempty"`
+	// IncludeSecrets also backs up the Secrets that the backed-up custom
+	// resources refer to in their own namespace (SecretReferences). Off
+	// by default: a backup then holds no credentials of the runtime's,
+	// only configuration.
+	IncludeSecrets bool `json:"includeSecrets,omitempty"`
 
-	cron      cron.Schedule
-	retention Retention
+	cron       cron.Schedule
+	retention  Retention
+	recipients Recipients
+	intervals  Intervals
 }
 
 // RetentionSpec is the retention as written; a count left out is its
@@ -107,6 +131,13 @@ func (s *Schedule) compile() error {
 	if s.cron, err = labelgroup.Cron.Parse(s.Schedule); err != nil {
 		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
 	}
+	s.cron = anchored(s.cron)
+	if s.intervals, err = s.measureIntervals(time.Now()); err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Schedule, err)
+	}
+	if s.Jitter != nil && s.Jitter.Duration < 0 {
+		return fmt.Errorf("jitter is %s: it cannot be negative (0 turns it off)", s.Jitter.Duration)
+	}
 	s.retention = DefaultRetention()
 	for _, c := range []struct {
 		field string
@@ -130,11 +161,20 @@ func (s *Schedule) compile() error {
 	if _, err := name.NewRepository(s.Repository); err != nil {
 		return fmt.Errorf("repository %q: %w", s.Repository, err)
 	}
-	if s.KeySecret == "" {
-		return errors.New("keySecret is empty: name the Secret that holds the encryption key")
+	if len(s.Recipients) == 0 && s.KeySecret == "" {
+		return errors.New("no key: list the age public keys (age1…) backups are encrypted to under recipients, or name a Secret that lists them under keySecret")
+	}
+	s.recipients = Recipients{}
+	for i, r := range s.Recipients {
+		if err := s.recipients.add(strings.TrimSpace(r)); err != nil {
+			return fmt.Errorf("recipients[%d]: %w", i, err)
+		}
 	}
 	return nil
 }
+
+// InlineRecipients are the recipients the schedule lists itself.
+func (s *Schedule) InlineRecipients() Recipients { return s.recipients }
 
 // For is the schedule of a Kyma with the given labels, nil when none
 // matches.
@@ -150,7 +190,8 @@ func (s *Schedules) For(kymaLabels map[string]string) *Schedule {
 	return nil
 }
 
-// Next is the schedule's first firing after t.
+// Next is the schedule's first firing after t, without jitter (NextFor
+// has it).
 func (s *Schedule) Next(t time.Time) time.Time {
 	return s.cron.Next(t.In(s.Location()))
 }

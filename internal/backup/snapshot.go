@@ -1,28 +1,39 @@
 package backup
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
-// FormatVersion is the version of the snapshot format; Decode refuses others.
-const FormatVersion = 1
+// FormatVersion is the version of the snapshot format that Take writes.
+// Format 1 held the modules' default custom resources and the runtime
+// Kyma's module list only; format 2 adds every custom resource of the
+// modules' CRDs, the runtime Kyma in full and, on request, Secrets.
+const FormatVersion = 2
+
+// oldestFormat is the oldest format Decode still reads: backups taken
+// before an upgrade must restore after it.
+const oldestFormat = 1
+
+// MaxSnapshotBytes is the most a snapshot may have, encoded: a restore
+// reads at most maxBackupBytes of encrypted backup, and age adds a little
+// to the plaintext (a header, 16 bytes per 64 KiB), so the snapshot stays
+// a mebibyte below. A backup that could not be restored is refused when
+// it is taken instead.
+const MaxSnapshotBytes = maxBackupBytes - 1<<20
 
 // Snapshot is one backup of a runtime: what its owner chose, which the
 // control plane cannot give back once the runtime is gone.
 type Snapshot struct {
-	// Format is FormatVersion.
+	// Format is the format the snapshot was written in (FormatVersion when
+	// taken by this version); Decode brings older formats to this shape.
 	Format int `json:"format"`
 	// Kyma is the Kyma's name; a backup restores into a Kyma of that name.
 	Kyma string `json:"kyma"`
@@ -34,115 +45,83 @@ type Snapshot struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Spec is the control plane Kyma's spec.
 	Spec v1beta2.KymaSpec `json:"spec"`
-	// RuntimeModules are the modules the runtime owner lists in the
-	// runtime's own Kyma.
+	// RuntimeKyma is the runtime's own Kyma as its owner left it; nil when
+	// the runtime had none yet.
+	RuntimeKyma *RuntimeKyma `json:"runtimeKyma,omitempty"`
+	// RuntimeModules is format 1's record of the runtime Kyma: its module
+	// list only. Decode moves it into RuntimeKyma; Take leaves it empty.
 	RuntimeModules []v1beta2.Module `json:"runtimeModules,omitempty"`
-	// Resources are the modules' default custom resources as they are in
-	// the runtime: what the owner configured there.
+	// Resources are the custom resources of the modules' CRDs as they are
+	// in the runtime (format 1: the modules' default custom resources
+	// only), in the order Take read them: by module, kind, namespace and
+	// name.
 	Resources []Resource `json:"resources,omitempty"`
+	// Secrets are the Secrets that Resources refer to (SecretReferences),
+	// taken when the schedule says includeSecrets; the whole snapshot is
+	// encrypted.
+	Secrets []corev1.Secret `json:"secrets,omitempty"`
 }
 
-// Resource is one module custom resource: its identity, its labels and
+// RuntimeKyma is what the runtime's owner set on the runtime's own Kyma:
+// its spec, and the labels and annotations that are not the operator's.
+type RuntimeKyma struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Spec        v1beta2.KymaSpec  `json:"spec"`
+}
+
+// Resource is one custom resource: its identity, its labels and
 // annotations, and every top-level field but status.
 type Resource struct {
-	Module string                     `json:"module"`
-	Object *unstructured.Unstructured `json:"object"`
+	// Module is the module whose CRD the resource is of.
+	Module string `json:"module"`
+	// Default is true for the module's default custom resource, the one
+	// the operator creates from the module's template: a restore may
+	// replace it while it is still the operator's untouched copy.
+	Default bool                       `json:"default,omitempty"`
+	Object  *unstructured.Unstructured `json:"object"`
 }
 
-// Encode is the snapshot's bytes, the plaintext of a backup.
-func (s *Snapshot) Encode() ([]byte, error) { return json.Marshal(s) }
+// Encode is the snapshot's bytes, the plaintext of a backup. A snapshot
+// larger than MaxSnapshotBytes is refused: no restore could read it.
+func (s *Snapshot) Encode() ([]byte, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSnapshotBytes {
+		return nil, fmt.Errorf("the snapshot is %d bytes, more than the %d a restore reads", len(data), MaxSnapshotBytes)
+	}
+	return data, nil
+}
 
-// Decode reads a snapshot's bytes.
+// Decode reads a snapshot's bytes, of this format or an older one, into
+// the current shape.
 func Decode(data []byte) (*Snapshot, error) {
 	s := &Snapshot{}
 	if err := json.Unmarshal(data, s); err != nil {
 		return nil, fmt.Errorf("reading the snapshot: %w", err)
 	}
-	if s.Format != FormatVersion {
-		return nil, fmt.Errorf("the snapshot has format %d, this version reads %d", s.Format, FormatVersion)
+	if s.Format < oldestFormat || s.Format > FormatVersion {
+		return nil, fmt.Errorf("the snapshot has format %d, this version reads %d to %d: use a newer lmctl", s.Format, oldestFormat, FormatVersion)
+	}
+	if s.Format == 1 {
+		upgradeFormat1(s)
 	}
 	return s, nil
 }
 
-// Source is where a snapshot is read from: the control plane's Kyma, and
-// the runtime.
-type Source struct {
-	Kyma *v1beta2.Kyma
-	// Runtime reads the runtime; Mapper tells namespaced kinds from
-	// cluster-scoped ones there.
-	Runtime client.Reader
-	Mapper  meta.RESTMapper
-	// SyncNamespace is the operator's; the Kyma's own wins.
-	SyncNamespace string
-}
-
-// Take reads a snapshot of the runtime. A module's custom resource that
-// does not exist (not created yet, or its CRD not installed yet) is left out;
-// any other read failure fails the snapshot, so that a backup never silently
-// misses what exists.
-func Take(ctx context.Context, src Source, now time.Time) (*Snapshot, error) {
-	k := src.Kyma
-	syncNamespace := k.Spec.SyncNamespace
-	if syncNamespace == "" {
-		syncNamespace = src.SyncNamespace
+// upgradeFormat1 brings a format 1 snapshot to the current shape: its
+// runtime modules are the runtime Kyma's, and each of its resources was a
+// module's default custom resource.
+func upgradeFormat1(s *Snapshot) {
+	if len(s.RuntimeModules) > 0 {
+		s.RuntimeKyma = &RuntimeKyma{Spec: v1beta2.KymaSpec{Modules: s.RuntimeModules}}
 	}
-	s := &Snapshot{
-		Format: FormatVersion, Kyma: k.Name, TakenAt: now.UTC().Truncate(time.Second),
-		Labels: maps.Clone(k.Labels), Annotations: keptAnnotations(k.Annotations),
-		Spec: *k.Spec.DeepCopy(),
+	s.RuntimeModules = nil
+	for i := range s.Resources {
+		s.Resources[i].Default = true
 	}
-	runtimeKyma := &v1beta2.Kyma{}
-	err := src.Runtime.Get(ctx, client.ObjectKey{Namespace: syncNamespace, Name: v1beta2.DefaultRuntimeKymaName}, runtimeKyma)
-	switch {
-	case err == nil:
-		s.RuntimeModules = runtimeKyma.Spec.Modules
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		// Not created yet by the Kyma controller: the owner chose nothing.
-	default:
-		return nil, fmt.Errorf("reading the runtime's Kyma: %w", err)
-	}
-	for _, m := range k.Status.Modules {
-		if m.Resource == nil || m.Resource.Kind == "" || m.Resource.Name == "" {
-			continue
-		}
-		obj, err := readResource(ctx, src, m.Resource, syncNamespace)
-		if err != nil {
-			return nil, fmt.Errorf("reading the custom resource of module %s: %w", m.Name, err)
-		}
-		if obj != nil {
-			s.Resources = append(s.Resources, Resource{Module: m.Name, Object: obj})
-		}
-	}
-	return s, nil
-}
-
-// readResource reads a module's custom resource and keeps what restoring it
-// needs; nil when it does not exist.
-func readResource(ctx context.Context, src Source, ref *v1beta2.TrackingObject, syncNamespace string) (*unstructured.Unstructured, error) {
-	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-	mapping, err := src.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	namespace := ""
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		namespace = ref.Namespace
-		if namespace == "" {
-			namespace = syncNamespace
-		}
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := src.Runtime.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return restorable(obj), nil
 }
 
 // restorable is the part of an object a restore applies: identity, labels,

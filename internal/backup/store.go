@@ -30,6 +30,12 @@ const (
 	LayerMediaType types.MediaType = "application/vnd.runtime-fleet.backup.snapshot.v1+json.age"
 )
 
+// AnnotationKeyFingerprints is the backup artifact's manifest annotation
+// that lists the fingerprints of the keys it was encrypted to, comma-
+// separated: whoever restores sees which identity a backup needs before
+// trying one.
+const AnnotationKeyFingerprints = "io.runtime-fleet.backup.key-fingerprints"
+
 // TagLayout is the layout of a backup's tag, its time in UTC: tags sort in
 // time order and read as times.
 const TagLayout = "20060102T150405Z"
@@ -73,6 +79,9 @@ type Info struct {
 	// Digest is the artifact's; Size its encrypted layer's, in bytes.
 	Digest string
 	Size   int64
+	// KeyFingerprints are those of the keys it was encrypted to (when
+	// described, or stored by this operator).
+	KeyFingerprints []string
 }
 
 // Ref is where the backup of the Kyma with the tag is, for messages.
@@ -99,8 +108,9 @@ func (s *Store) remoteOptions(ctx context.Context) []remote.Option {
 	return ro
 }
 
-// Push stores an encrypted snapshot of the Kyma taken at t.
-func (s *Store) Push(ctx context.Context, kyma string, t time.Time, encrypted []byte) (Info, error) {
+// Push stores an encrypted snapshot of the Kyma taken at t, with the
+// fingerprints of the keys it was encrypted to.
+func (s *Store) Push(ctx context.Context, kyma string, t time.Time, encrypted []byte, keyFingerprints []string) (Info, error) {
 	repo, err := s.repo(kyma)
 	if err != nil {
 		return Info{}, err
@@ -115,6 +125,10 @@ func (s *Store) Push(ctx context.Context, kyma string, t time.Time, encrypted []
 	if err != nil {
 		return Info{}, err
 	}
+	img, ok := mutate.Annotations(img, map[string]string{AnnotationKeyFingerprints: strings.Join(keyFingerprints, ",")}).(v1.Image)
+	if !ok {
+		return Info{}, errors.New("annotating the backup artifact")
+	}
 	if err := remote.Write(repo.Tag(tag), img, s.remoteOptions(ctx)...); err != nil {
 		return Info{}, fmt.Errorf("pushing backup %s: %w", s.Ref(kyma, tag), ociartifact.WithoutBody(err))
 	}
@@ -122,7 +136,7 @@ func (s *Store) Push(ctx context.Context, kyma string, t time.Time, encrypted []
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{Tag: tag, Time: t.UTC().Truncate(time.Second), Digest: digest.String(), Size: int64(len(encrypted))}, nil
+	return Info{Tag: tag, Time: t.UTC().Truncate(time.Second), Digest: digest.String(), Size: int64(len(encrypted)), KeyFingerprints: keyFingerprints}, nil
 }
 
 // List is the Kyma's backups, oldest first; none when the repository does
@@ -149,35 +163,47 @@ func (s *Store) List(ctx context.Context, kyma string) ([]Info, error) {
 	return out, nil
 }
 
+// Sealed is a backup as stored: the encrypted snapshot, and the
+// fingerprints of the keys it was encrypted to (none for backups stored
+// before they were recorded).
+type Sealed struct {
+	Data            []byte
+	KeyFingerprints []string
+}
+
 // Fetch reads the encrypted snapshot of one backup.
-func (s *Store) Fetch(ctx context.Context, kyma, tag string) ([]byte, error) {
+func (s *Store) Fetch(ctx context.Context, kyma, tag string) (Sealed, error) {
 	repo, err := s.repo(kyma)
 	if err != nil {
-		return nil, err
+		return Sealed{}, err
 	}
 	ref := s.Ref(kyma, tag)
 	img, err := remote.Image(repo.Tag(tag), s.remoteOptions(ctx)...)
 	if err != nil {
 		if isNotFound(err) {
-			return nil, fmt.Errorf("backup %s does not exist", ref)
+			return Sealed{}, fmt.Errorf("backup %s does not exist", ref)
 		}
-		return nil, fmt.Errorf("reading backup %s: %w", ref, ociartifact.WithoutBody(err))
+		return Sealed{}, fmt.Errorf("reading backup %s: %w", ref, ociartifact.WithoutBody(err))
+	}
+	manifest, err := img.Manifest()
+	if err != nil {
+		return Sealed{}, fmt.Errorf("reading backup %s: %w", ref, ociartifact.WithoutBody(err))
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return nil, fmt.Errorf("reading backup %s: %w", ref, ociartifact.WithoutBody(err))
+		return Sealed{}, fmt.Errorf("reading backup %s: %w", ref, ociartifact.WithoutBody(err))
 	}
 	if len(layers) != 1 {
-		return nil, fmt.Errorf("backup %s has %d layers, a backup has one", ref, len(layers))
+		return Sealed{}, fmt.Errorf("backup %s has %d layers, a backup has one", ref, len(layers))
 	}
 	if mt, err := layers[0].MediaType(); err != nil || mt != LayerMediaType {
-		return nil, fmt.Errorf("backup %s is not a backup (layer media type %q, want %q)", ref, mt, LayerMediaType)
+		return Sealed{}, fmt.Errorf("backup %s is not a backup (layer media type %q, want %q)", ref, mt, LayerMediaType)
 	}
 	data, err := ociartifact.ReadLayer(ctx, layers[0], maxBackupBytes)
 	if err != nil {
-		return nil, fmt.Errorf("reading backup %s: %w", ref, err)
+		return Sealed{}, fmt.Errorf("reading backup %s: %w", ref, err)
 	}
-	return data, nil
+	return Sealed{Data: data, KeyFingerprints: fingerprintsOf(manifest)}, nil
 }
 
 // Delete removes one backup. The tag is deleted first (the OCI
@@ -234,7 +260,18 @@ func (s *Store) Describe(ctx context.Context, kyma string, info Info) (Info, err
 	if err == nil && len(manifest.Layers) == 1 {
 		info.Size = manifest.Layers[0].Size
 	}
+	if err == nil {
+		info.KeyFingerprints = fingerprintsOf(manifest)
+	}
 	return info, nil
+}
+
+// fingerprintsOf reads a backup artifact's key fingerprints annotation.
+func fingerprintsOf(m *v1.Manifest) []string {
+	if m == nil || m.Annotations[AnnotationKeyFingerprints] == "" {
+		return nil
+	}
+	return strings.Split(m.Annotations[AnnotationKeyFingerprints], ",")
 }
 
 func isNotFound(err error) bool {

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
@@ -77,6 +78,9 @@ type Options struct {
 	// Rollout, when set, runs a last phase: one module's channel moves to a
 	// new version under a ModuleRollout with this policy.
 	Rollout *RolloutOptions
+	// Backup, when set, runs the backup phase last: every Kyma is put on
+	// a backup schedule and one round of it is measured.
+	Backup *BackupOptions
 	// Idle is how long the steady state after convergence is measured;
 	// zero skips it.
 	Idle time.Duration
@@ -212,6 +216,11 @@ type bench struct {
 	registry *testregistry.Registry
 	client   client.Client
 
+	// registryProxy counts the backups' registry traffic; backupSchedules
+	// is the backup phase's schedule.
+	registryProxy   *countingProxy
+	backupSchedules *backup.Schedules
+
 	kcpCounter      *requestCounter
 	runtimeCounters []*requestCounter
 	children        []childProcess
@@ -303,6 +312,11 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.opts.Rollout != nil {
 		if b.report.Rollout, err = b.runRollout(ctx, bg); err != nil {
+			return err
+		}
+	}
+	if b.opts.Backup != nil {
+		if b.report.Backups, err = b.runBackups(ctx); err != nil {
 			return err
 		}
 	}
@@ -431,6 +445,11 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	b.registry = testregistry.Start()
+	if b.opts.Backup != nil {
+		if err := b.setupBackups(); err != nil {
+			return err
+		}
+	}
 	return publishModules(ctx, b.client, b.registry.Host(), namespace, b.modules)
 }
 
@@ -484,6 +503,7 @@ func (b *bench) startOperator(ctx context.Context) error {
 	// servers, and the worker cap counts by API server: it would model
 	// the whole fleet as that few runtimes.
 	opts.MaxWorkersPerRuntime = 0
+	b.configureBackups(&opts)
 
 	shards := max(b.opts.Shards, 1)
 	opCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -904,6 +924,9 @@ func (b *bench) close() {
 		b.stopBackground()
 		b.background.Wait()
 	}
+	if b.registryProxy != nil {
+		b.registryProxy.server.Close()
+	}
 	if b.registry != nil {
 		b.registry.Close()
 	}
@@ -939,7 +962,7 @@ func (b *bench) finish(err error) {
 			r.Processes[name] = figures
 		}
 	}
-	r.Converged = err == nil && r.Install != nil && r.Install.Converged && (r.Upgrade == nil || r.Upgrade.Converged)
+	r.Converged = err == nil && r.Install != nil && r.Install.Converged && (r.Upgrade == nil || r.Upgrade.Converged) && (r.Backups == nil || r.Backups.Converged)
 	if err != nil {
 		r.Error = err.Error()
 	}

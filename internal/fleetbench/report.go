@@ -28,6 +28,7 @@ type Report struct {
 	Install      *Phase     `json:"install,omitempty"`
 	Upgrade      *Phase     `json:"upgrade,omitempty"`
 	Rollout      *Rollout   `json:"rollout,omitempty"`
+	Backups      *Backups   `json:"backups,omitempty"`
 	Idle         *Idle      `json:"idle,omitempty"`
 	Memory       Memory     `json:"memory"`
 	// Caches are what each operator's (each shard's) informers held of
@@ -367,6 +368,7 @@ func (r *Report) Print(w io.Writer) {
 			p.Name, p.History.Operations, p.Version, p.History.StatusWritesPerManifest)
 	}
 	r.Rollout.print(w)
+	r.Backups.print(w)
 	if r.Upgrade != nil && r.Upgrade.StaleReadyKymas > 0 {
 		fmt.Fprintf(w, "upgrade: %d Kymas were seen Ready at %s with a status computed from their old Manifests (not counted as done)\n",
 			r.Upgrade.StaleReadyKymas, r.Upgrade.Version)

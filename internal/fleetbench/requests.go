@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -29,6 +30,9 @@ type Requests struct {
 	// Reads are GET and LIST requests (watches are long-lived and not
 	// counted).
 	Reads float64 `json:"reads"`
+	// WriteBytes are the bodies of the writes (apiserver_request_body_size_bytes),
+	// dry-runs included: the API server does not tell them apart there.
+	WriteBytes float64 `json:"writeBytes"`
 }
 
 // writeVerbs are the verbs that change what etcd stores.
@@ -44,6 +48,13 @@ func parseRequests(metrics []byte) (Requests, error) {
 		return Requests{}, fmt.Errorf("parsing API server metrics: %w", err)
 	}
 	r := Requests{WritesByResource: map[string]float64{}}
+	for _, m := range families["apiserver_request_body_size_bytes"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "verb" && writeVerbs[strings.ToUpper(l.GetValue())] {
+				r.WriteBytes += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
 		labels := make(map[string]string, len(m.GetLabel()))
 		for _, l := range m.GetLabel() {
@@ -77,6 +88,7 @@ func (r Requests) Sub(before Requests) Requests {
 		Writes:           r.Writes - before.Writes,
 		DryRuns:          r.DryRuns - before.DryRuns,
 		Reads:            r.Reads - before.Reads,
+		WriteBytes:       r.WriteBytes - before.WriteBytes,
 		WritesByResource: map[string]float64{},
 	}
 	for k, v := range r.WritesByResource {
@@ -93,6 +105,7 @@ func (r Requests) Add(other Requests) Requests {
 		Writes:           r.Writes + other.Writes,
 		DryRuns:          r.DryRuns + other.DryRuns,
 		Reads:            r.Reads + other.Reads,
+		WriteBytes:       r.WriteBytes + other.WriteBytes,
 		WritesByResource: maps.Clone(r.WritesByResource),
 	}
 	if out.WritesByResource == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
 )
@@ -49,22 +50,26 @@ planner has for a while. -w redraws whenever something changes.`,
   lmctl rollout status -o json | jq '.[] | select(.phase == "Halted")'`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			p := rolloutPrinter{namespace: kube.namespace, format: format}
+			if len(args) == 1 {
+				p.name = args[0]
+			}
+			if watch {
+				src, err := kube.live(cmd.Context(), &v1beta2.ModuleRollout{})
+				if err != nil {
+					return err
+				}
+				return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, src, p.get, p.print)
+			}
 			c, err := kube.client()
 			if err != nil {
 				return err
 			}
-			p := rolloutPrinter{client: c, namespace: kube.namespace, format: format}
-			if len(args) == 1 {
-				p.name = args[0]
+			v, err := p.get(cmd.Context(), c)
+			if err != nil {
+				return err
 			}
-			if !watch {
-				v, err := p.get(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return p.print(cmd.OutOrStdout(), v)
-			}
-			return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, p.get, p.print)
+			return p.print(cmd.OutOrStdout(), v)
 		},
 	}
 	kube.bind(cmd.Flags())
@@ -172,17 +177,16 @@ refused, and lmctl rollout status says why (docs/rollouts.md).`,
 }
 
 type rolloutPrinter struct {
-	client    client.Reader
 	namespace string
 	name      string
 	format    output.Format
 }
 
-func (p rolloutPrinter) get(ctx context.Context) (any, error) {
+func (p rolloutPrinter) get(ctx context.Context, c client.Reader) (any, error) {
 	if p.name != "" {
-		return rollout.Get(ctx, p.client, p.namespace, p.name)
+		return rollout.Get(ctx, c, p.namespace, p.name)
 	}
-	return rollout.List(ctx, p.client, p.namespace)
+	return rollout.List(ctx, c, p.namespace)
 }
 
 func (p rolloutPrinter) print(w io.Writer, v any) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 )
@@ -32,19 +33,23 @@ for scripts; -w redraws whenever something changes.`,
   lmctl status -o json | jq '.runtimes[] | select(.state != "Ready")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			s := statusPrinter{namespace: kube.namespace, runtime: runtime, format: format}
+			if watch {
+				src, err := kube.live(cmd.Context(), &v1beta2.Kyma{})
+				if err != nil {
+					return err
+				}
+				return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, src, s.get, s.print)
+			}
 			c, err := kube.client()
 			if err != nil {
 				return err
 			}
-			s := statusPrinter{client: c, namespace: kube.namespace, runtime: runtime, format: format}
-			if !watch {
-				fleet, err := s.get(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return s.print(cmd.OutOrStdout(), fleet)
+			fleet, err := s.get(cmd.Context(), c)
+			if err != nil {
+				return err
 			}
-			return watchAndPrint(cmd.Context(), cmd.OutOrStdout(), format, s.get, s.print)
+			return s.print(cmd.OutOrStdout(), fleet)
 		},
 	}
 	kube.bind(cmd.Flags())
@@ -55,14 +60,13 @@ for scripts; -w redraws whenever something changes.`,
 }
 
 type statusPrinter struct {
-	client    client.Reader
 	namespace string
 	runtime   string
 	format    output.Format
 }
 
-func (s statusPrinter) get(ctx context.Context) (status.Fleet, error) {
-	fleet, err := status.Get(ctx, s.client, s.namespace)
+func (s statusPrinter) get(ctx context.Context, c client.Reader) (status.Fleet, error) {
+	fleet, err := status.Get(ctx, c, s.namespace)
 	if err != nil {
 		return fleet, err
 	}

@@ -80,12 +80,13 @@ func operatorCollectors() []prometheus.Collector {
 		ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
 		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes,
 		RolloutPhase, RolloutWave, RolloutRuntimes, RolloutHalted, RolloutRollingBack, RolloutLastProgress, RolloutPlanned,
-		CachedObjects,
+		ShardLeader, CachedObjects,
 	}
 }
 
 func init() { //nolint:gochecknoinits // metrics register with the process-wide registry once
 	crmetrics.Registry.MustRegister(operatorCollectors()...)
+	crmetrics.Registry.MustRegister(backupCollectors()...)
 	// Both results exist from the start, so that the dashboard's rate of
 	// checks and its alerts see the series before the first check.
 	for _, result := range []string{CheckUnchanged, CheckReconcile} {

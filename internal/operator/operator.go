@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -61,6 +62,11 @@ type Options struct {
 	MetricsAddr     string
 	HealthProbeAddr string
 	LeaderElection  bool
+	// Pod is the process's own Pod (downward API POD_NAME, POD_NAMESPACE).
+	// When set, the leader labels it (internal/leaderpod), so that the
+	// listener's Service reaches the leader alone while standbys are ready
+	// too. Empty outside a Pod: nothing is labelled.
+	Pod types.NamespacedName
 
 	Intervals               requeue.Intervals
 	BaseBackoff, MaxBackoff time.Duration
@@ -150,6 +156,9 @@ type BackupOptions struct {
 	// Poll is the longest a RuntimeBackup waits between looks (tests with
 	// a fake clock shorten it).
 	Poll time.Duration
+	// MaxConcurrency caps the backups taken at once; below it, a budget
+	// from the runtimes due and the backups' duration decides.
+	MaxConcurrency int
 }
 
 // DefaultOptions are the operator's defaults; flags override them.
@@ -176,7 +185,7 @@ func DefaultOptions() Options {
 		RuntimeIdleTimeout:    time.Minute,
 		KymaProgressInterval:  kyma.DefaultProgressInterval,
 		ModuleAccess:          manifest.AccessOptions{Undeclared: manifest.UndeclaredAdmin, TokenTTL: time.Hour},
-		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod},
+		Backup:                BackupOptions{GracePeriod: backupcontroller.DefaultGracePeriod, MaxConcurrency: backupcontroller.DefaultMaxConcurrency},
 		Analysis:              analysis.DefaultOptions(),
 	}
 }
@@ -257,6 +266,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 
+	if err := setupReadiness(mgr, opts); err != nil {
+		return nil, err
+	}
 	watcherSources, err := setupWatcher(ctx, mgr, opts, runtimes, paused)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the runtime watcher: %w", err)
@@ -289,6 +301,12 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        opts.Shard.LeaseName(leaseName),
 		LeaderElectionNamespace: opts.Namespace,
+		// A stopping leader (a rolling update, a drain) gives the Lease up
+		// instead of letting it run out: a standby takes over within its
+		// retry period rather than the Lease's 15 s. Safe because the
+		// Lease is released only after every runnable has stopped, and
+		// nothing of the operator runs once the manager has returned.
+		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
 			// managedFields are large and never read by the operator.
@@ -311,6 +329,9 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := reportLeadership(mgr, opts.Shard.ID); err != nil {
 		return nil, err
 	}
 
@@ -373,6 +394,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Reporting:           watcherSources.Reporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 		Access:              opts.ModuleAccess,
+		Clock:               opts.Clock,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,
 		BaseBackoff:             opts.BaseBackoff,
@@ -433,7 +455,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 			Poll:             opts.Backup.Poll,
 			ReconcileTimeout: opts.ReconcileTimeout,
 			Events:           reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager")),
-		}).SetupWithManager(mgr, 2); err != nil {
+		}).SetupWithManager(mgr, opts.Backup.MaxConcurrency); err != nil {
 			return fmt.Errorf("setting up the backup controller: %w", err)
 		}
 	}

@@ -50,6 +50,11 @@ package operator
 // +kubebuilder:rbac:groups="",namespace=kcp-system,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kcp-system,resources=leases,verbs=get;create;update
 //
+// The leader labels its own Pod, and every process clears the label from
+// its own at start and stop (internal/leaderpod): the listener's Service
+// selects it. A merge patch, so no read.
+// +kubebuilder:rbac:groups="",namespace=kcp-system,resources=pods,verbs=patch
+//
 // The control plane's Kyma and ModuleTemplate CRDs are copied into each
 // runtime (internal/controller/kyma, RuntimeCRDs). Read through the cache,
 // which lists and watches CRDs cluster-wide: they are schemas, not data.

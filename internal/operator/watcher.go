@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -308,13 +306,6 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 	if err != nil {
 		return watcherSources{}, err
 	}
-	if opts.LeaderElection {
-		// The listener runs on the leader only: a standby is not ready, so
-		// that the listener's Service sends the agents to the leader.
-		if err := mgr.AddReadyzCheck("listener", leading(mgr)); err != nil {
-			return watcherSources{}, err
-		}
-	}
 	if err := setupWatcherControllers(mgr, opts, w, watcherParts{pkiClient: pkiClient, runtimes: runtimes, ca: ca, policy: policy, paused: paused}); err != nil {
 		return watcherSources{}, err
 	}
@@ -435,19 +426,6 @@ func setupWatcherControllers(mgr ctrl.Manager, opts Options, w WatcherOptions, p
 		}
 	}
 	return nil
-}
-
-// leading is a readiness check that passes once this process leads its
-// shard.
-func leading(mgr ctrl.Manager) healthz.Checker {
-	return func(*http.Request) error {
-		select {
-		case <-mgr.Elected():
-			return nil
-		default:
-			return errors.New("a standby: the listener runs on the shard's leader")
-		}
-	}
 }
 
 // defaultAgentImage is the runtime-watcher image built with this operator,

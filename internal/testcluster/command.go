@@ -1,9 +1,11 @@
 package testcluster
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // GoBuild builds the Go package pkg (such as ./cmd/lifecycle-manager) of
@@ -31,7 +33,13 @@ type Command struct {
 // shared by several runs (a restarted command) keeps every run's lines; LogTail and
 // ExitError read only this run's.
 func StartCommand(path string, args []string, logPath string) (*Command, error) {
-	p, err := startProcess(filepath.Base(path), path, args, logPath)
+	return StartCommandWithEnv(path, args, nil, logPath)
+}
+
+// StartCommandWithEnv is StartCommand with env ("NAME=value") added to the test binary's
+// environment, as a container's env adds to its image's.
+func StartCommandWithEnv(path string, args, env []string, logPath string) (*Command, error) {
+	p, err := startProcessWithEnv(filepath.Base(path), path, args, env, logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +49,22 @@ func StartCommand(path string, args []string, logPath string) (*Command, error) 
 // Kill sends SIGKILL to the command's process group, as a crash or an OOM kill would end
 // it, and returns once the process has exited. Killing an exited command does nothing.
 func (c *Command) Kill() error { return c.p.stop() }
+
+// Terminate sends SIGTERM to the command's process group, as the kubelet stops a container
+// (graceful shutdown), and returns at once: Exited tells when the command has gone.
+// Terminating an exited command does nothing.
+func (c *Command) Terminate() error {
+	if !c.p.running() {
+		return nil
+	}
+	if err := syscall.Kill(-c.p.pid(), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("terminating %s (pid %d): %w", c.p.name, c.p.pid(), err)
+	}
+	return nil
+}
+
+// Exited is closed once the command has exited and been reaped.
+func (c *Command) Exited() <-chan struct{} { return c.p.exited }
 
 // Running reports whether the command has not exited.
 func (c *Command) Running() bool { return c.p.running() }

@@ -69,6 +69,11 @@ type process struct {
 
 // startProcess starts binary with args; its stdout and stderr are appended to logPath.
 func startProcess(name, path string, args []string, logPath string) (*process, error) {
+	return startProcessWithEnv(name, path, args, nil, logPath)
+}
+
+// startProcessWithEnv is startProcess with env added to this process's environment.
+func startProcessWithEnv(name, path string, args, env []string, logPath string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
@@ -79,6 +84,9 @@ func startProcess(name, path string, args []string, logPath string) (*process, e
 		return nil, fmt.Errorf("opening the log of %s: %w", name, err)
 	}
 	cmd := exec.Command(path, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -245,3 +253,7 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// FreePorts returns n distinct ports on 127.0.0.1 that were free a moment
+// ago, for a test that starts a binary listening on them.
+func FreePorts(n int) ([]int, error) { return freePorts(n) }

@@ -33,6 +33,9 @@ type PrometheusOptions struct {
 	Targets []string
 	// ScrapeInterval is how often; one second when zero.
 	ScrapeInterval time.Duration
+	// Labels are added to every target's series, as the Prometheus
+	// Operator adds namespace and pod, which alert rules group by.
+	Labels map[string]string
 }
 
 // Prometheus is a real Prometheus server (bin/prometheus, built from its
@@ -137,6 +140,10 @@ func prometheusConfig(opts PrometheusOptions) []byte {
 	for _, t := range opts.Targets {
 		targets = append(targets, strconv.Quote(t))
 	}
+	labels := make([]string, 0, len(opts.Labels))
+	for k, v := range opts.Labels {
+		labels = append(labels, k+": "+strconv.Quote(v))
+	}
 	return fmt.Appendf(nil, `global:
   scrape_interval: %[1]s
   scrape_timeout: %[1]s
@@ -145,7 +152,8 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%[2]s]
-`, interval, strings.Join(targets, ", "))
+        labels: {%[3]s}
+`, interval, strings.Join(targets, ", "), strings.Join(labels, ", "))
 }
 
 // prometheusPath is bin/prometheus, or an error that says how to build it.

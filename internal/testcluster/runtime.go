@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -142,27 +141,13 @@ func (r *Runtime) componentSpecs() ([]componentSpec, error) {
 	if err := os.WriteFile(kwokConfig, []byte(kwokStages()), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the kwok configuration: %w", err)
 	}
-	kubeconfig := r.kubeconfigPath
-	// The controller manager and scheduler use the admin kubeconfig for everything, and
-	// --secure-port=0 so that they need no ports, certificates or authorization of their own.
-	componentAuth := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-	}
 	return []componentSpec{
-		{binKubeControllerManager, append([]string{
-			// The token controller needs the service-account private key and creates
-			// legacy token Secrets nobody here uses.
-			"--controllers=*,-serviceaccount-token",
-			"--use-service-account-credentials=false",
-			"--root-ca-file=" + r.certs.caCertFile,
-		}, componentAuth...)},
-		{binKubeScheduler, componentAuth},
+		// The token controller needs the service-account private key and creates legacy
+		// token Secrets nobody here uses.
+		{binKubeControllerManager, r.controllerManagerArgs("*,-serviceaccount-token")},
+		{binKubeScheduler, r.componentAuth()},
 		{binKwok, []string{
-			"--kubeconfig=" + kubeconfig,
+			"--kubeconfig=" + r.kubeconfigPath,
 			"--config=" + kwokConfig,
 			"--manage-all-nodes=true",
 			// Renew the Node's Lease, so that the node lifecycle controller does not mark
@@ -218,11 +203,7 @@ func waitComponentsReady(ctx context.Context, client kubernetes.Interface, compo
 		return err
 	}
 	err = components[binKubeControllerManager].waitReady(ctx, runtimeReadyTimeout, func(ctx context.Context) error {
-		_, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("no default ServiceAccount yet: %w", err)
-		}
-		return err
+		return controllerManagerWorks(ctx, client)
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 // Package testregistry runs an OCI registry in-process on loopback. It speaks
 // the real distribution protocol (go-containerregistry's registry), so tests,
 // benchmarks and the dev environment exercise the same client code as
-// production does against a real registry.
+// production does against a real registry. It is open to all by default;
+// WithBasicAuth or WithTokenAuth make it require a login, as private
+// registries do (auth.go).
 package testregistry
 
 import (
@@ -21,14 +23,19 @@ import (
 type Registry struct {
 	handler http.Handler
 	addr    string
+	// login is who may use it; nil: everyone.
+	login *login
 
 	mu     sync.Mutex
 	server *httptest.Server
 }
 
 // Start serves a new, empty registry.
-func Start() *Registry {
+func Start(opts ...Option) *Registry {
 	r := &Registry{handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	for _, o := range opts {
+		o(r)
+	}
 	r.server = httptest.NewServer(r.handler)
 	r.addr = r.server.Listener.Addr().String()
 	return r

@@ -31,13 +31,19 @@ var sampleGVK = schema.GroupVersionKind{Group: "operator.kyma-project.io", Versi
 // labelled for the hourly backups, with the given modules.
 func register(t *testing.T, name string, rt *testcluster.Runtime, modules ...string) {
 	t.Helper()
+	registerFor(t, "hourly", name, rt, modules...)
+}
+
+// registerFor registers a runtime whose Kyma the named schedule selects.
+func registerFor(t *testing.T, schedule, name string, rt *testcluster.Runtime, modules ...string) {
+	t.Helper()
 	ctx := context.Background()
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: name}},
 		Data:       map[string][]byte{"config": rt.Kubeconfig()},
 	}
 	k := &v1beta2.Kyma{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{"backup": "hourly", v1beta2.BetaLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: kcpNamespace, Labels: map[string]string{"backup": schedule, v1beta2.BetaLabel: "true"}},
 		Spec:       v1beta2.KymaSpec{Channel: "regular"},
 	}
 	for _, m := range modules {
@@ -77,6 +83,14 @@ func backupAt(name string, t time.Time) {
 	}, timeout, interval/2).Should(Succeed())
 }
 
+// backupAtNext moves the clock to the Kyma's next scheduled backup, waits
+// until it is stored and returns its tag.
+func backupAtNext(name string) string {
+	next := nextScheduleTime(name)
+	backupAt(name, next)
+	return backup.Tag(next)
+}
+
 // advance moves the clock forward to t (never back: other tests' Kymas share it).
 func advance(t time.Time) {
 	if t.After(clock.Now()) {
@@ -96,7 +110,9 @@ func sampleCR(g Gomega, c client.Client) *unstructured.Unstructured {
 // registered again with the same Kyma name on another, empty cluster. A
 // restore with a wrong key is refused and changes nothing; the restore
 // with the right key brings back the Kyma's modules, the owner's module and
-// the CR's spec.
+// the CR's spec; the owner's other CRs of the module's CRD, in two
+// namespaces, and the Secret one refers to come back in dependency order,
+// and what the new runtime has already is left as it is.
 func TestBackupDeleteRestore(t *testing.T) {
 	RegisterTestingT(t)
 	ctx := context.Background()
@@ -108,6 +124,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 		rk := &v1beta2.Kyma{}
 		g.Expect(env.rt[0].Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, rk)).To(Succeed())
 		rk.Spec.Modules = append(rk.Spec.Modules, v1beta2.Module{Name: "evolving", Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete})
+		rk.Labels["owner-label"] = "kept"
 		g.Expect(env.rt[0].Update(ctx, rk)).To(Succeed())
 	}, timeout, interval).Should(Succeed())
 	ownerSpec := map[string]any{"greeting": "hello from the owner", "replicas": int64(3)}
@@ -122,27 +139,25 @@ func TestBackupDeleteRestore(t *testing.T) {
 		g.Expect(k.Status.Modules).To(ContainElements(HaveField("Name", "sample"), HaveField("Name", "evolving")))
 		g.Expect(k.Status.RuntimeModules).To(ContainElement(HaveField("Name", "evolving")))
 	}, timeout, interval).Should(Succeed())
+	// The owner's own objects: CRs of the module's CRD in two namespaces,
+	// the Secrets they refer to, and what a backup leaves out.
+	owned := createOwnerObjects(env.rt[0])
 
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
-	backupAt(name, next)
-	taken := backup.Tag(next)
+	taken := backupAtNext(name)
 	rb := runtimeBackup(Default, name)
 	Expect(rb.Status.Count).To(BeNumerically(">=", 1))
 	Expect(rb.Status.LastSize).To(BeNumerically(">", 0))
 	Expect(rb.Status.Repository).To(Equal(env.registry.Host() + "/backups"))
-	Expect(rb.Status.KeyFingerprint).NotTo(BeEmpty())
+	Expect(rb.Status.KeyFingerprints).To(HaveLen(1))
 	Expect(rb.Status.Conditions).To(ContainElement(And(HaveField("Type", "Ready"), HaveField("Status", metav1.ConditionTrue))))
 	Expect(rb.Status.Backups).To(ContainElement(HaveField("Tag", taken)))
 
 	original := &v1beta2.Kyma{}
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, original)).To(Succeed())
 
-	// The runtime is lost; its backups stay, the grace period starts.
+	// The runtime is lost with the owner's objects; its backups stay, the
+	// grace period starts.
+	deleteNamespaces(env.rt[0], owned.teamA, owned.teamB)
 	unregister(name)
 	Eventually(func(g Gomega) {
 		rb := runtimeBackup(g, name)
@@ -150,39 +165,78 @@ func TestBackupDeleteRestore(t *testing.T) {
 		g.Expect(rb.Status.Conditions).To(ContainElement(HaveField("Reason", "KymaDeleted")))
 	}, timeout, interval).Should(Succeed())
 
-	// A new, empty cluster registered under the same name.
+	// A new, empty cluster registered under the same name. It has one
+	// of the owner's Namespaces and a Secret of the same name already:
+	// a restore leaves them as they are.
 	register(t, name, env.runtimes[1])
 	t.Cleanup(func() { unregister(name) })
+	t.Cleanup(func() { deleteNamespaces(env.rt[1], owned.teamA, owned.teamB) })
+	Expect(env.rt[1].Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: owned.teamB}})).To(Succeed())
+	existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls-cert", Namespace: owned.teamB}, StringData: map[string]string{"tls.crt": "the new runtime's"}}
+	Expect(env.rt[1].Create(ctx, existing)).To(Succeed())
 	Eventually(func(g Gomega) {
 		g.Expect(runtimeBackup(g, name).Status.DeleteAfter).To(BeNil(), "the Kyma is back: no grace period")
 	}, timeout, interval).Should(Succeed())
 
 	// The wrong key: refused, clearly, before anything is written.
-	wrong, err := backup.NewKeySecret(kcpNamespace, "wrong-key")
+	wrong, _, err := writeIdentity(t.TempDir(), "wrong.txt")
 	Expect(err).NotTo(HaveOccurred())
-	Expect(env.kcp.Create(ctx, wrong)).To(Succeed())
-	t.Cleanup(func() { Expect(client.IgnoreNotFound(env.kcp.Delete(ctx, wrong))).To(Succeed()) })
 	opts := lmbackup.RestoreOptions{
-		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, KeySecret: "wrong-key", Store: env.storeOpt},
+		Options: lmbackup.Options{KCP: env.kcp, Namespace: kcpNamespace, Kyma: name, IdentityFiles: []string{wrong}, Store: env.storeOpt},
 		Timeout: timeout,
 	}
 	_, err = lmbackup.Restore(ctx, opts)
 	Expect(errors.Is(err, backup.ErrWrongKey)).To(BeTrue(), "%v", err)
-	Expect(err.Error()).To(And(ContainSubstring(name+":"+taken), ContainSubstring("does not match"), ContainSubstring("wrong-key")))
+	Expect(err.Error()).To(And(ContainSubstring(name+":"+taken), ContainSubstring(rb.Status.KeyFingerprints[0]), ContainSubstring("wrong.txt")))
 	Expect(err.Error()).NotTo(ContainSubstring("AGE-SECRET-KEY"))
 	k := &v1beta2.Kyma{}
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, k)).To(Succeed())
 	Expect(k.Spec.Modules).To(BeEmpty(), "a refused restore writes nothing")
 
-	// The right key, from the RuntimeBackup; the newest backup from before
-	// the new Kyma.
-	opts.KeySecret = ""
+	// The SRE's identity; the newest backup from before the new Kyma.
+	opts.IdentityFiles = []string{env.identity}
 	res, err := lmbackup.Restore(ctx, opts)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res.Backup).To(Equal(taken))
 	Expect(res.Modules).To(Equal([]string{"sample"}))
 	Expect(res.RuntimeModules).To(Equal([]string{"evolving"}))
-	Expect(res.Resources).To(HaveLen(1))
+	Expect(res.Format).To(Equal(backup.FormatVersion))
+	Expect(res.Failed()).To(BeZero(), "%+v", res.Objects)
+	// In dependency order: the Kymas, Namespaces, Secrets, then the
+	// custom resources; what exists is skipped.
+	Expect(res.Objects).To(HaveExactElements(
+		objectResult("Kyma", kcpNamespace, name, lmbackup.Updated),
+		objectResult("Kyma", v1beta2.DefaultRuntimeNamespace, v1beta2.DefaultRuntimeKymaName, lmbackup.Updated),
+		objectResult("Namespace", "", v1beta2.DefaultRuntimeNamespace, lmbackup.Skipped),
+		objectResult("Namespace", "", owned.teamA, lmbackup.Created),
+		objectResult("Namespace", "", owned.teamB, lmbackup.Skipped),
+		objectResult("Secret", owned.teamA, "db-credentials", lmbackup.Created),
+		objectResult("Secret", owned.teamB, "tls-cert", lmbackup.Skipped),
+		// The default CR: created, or replaced if the operator was first.
+		And(HaveField("Kind", "Sample"), HaveField("Name", "default"), HaveField("Action", BeElementOf(lmbackup.Created, lmbackup.Updated))),
+		objectResult("Sample", owned.teamA, "mine", lmbackup.Created),
+		objectResult("Sample", owned.teamB, "theirs", lmbackup.Created),
+	))
+	Expect(res.Objects[8].Module).To(Equal("sample"))
+
+	// The owner's objects are back, as they were.
+	for _, cr := range []client.ObjectKey{{Namespace: owned.teamA, Name: "mine"}, {Namespace: owned.teamB, Name: "theirs"}} {
+		restored := &unstructured.Unstructured{}
+		restored.SetGroupVersionKind(sampleGVK)
+		Expect(env.rt[1].Get(ctx, cr, restored)).To(Succeed())
+		Expect(restored.Object["spec"]).To(Equal(owned.specs[cr.Name]), "%s", cr)
+		Expect(restored.GetLabels()).To(HaveKeyWithValue("team", "a"))
+	}
+	secret := &corev1.Secret{}
+	Expect(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "db-credentials"}, secret)).To(Succeed())
+	Expect(secret.Data).To(HaveKeyWithValue("password", []byte("s3cret")))
+	Expect(env.rt[1].Get(ctx, client.ObjectKeyFromObject(existing), secret)).To(Succeed())
+	Expect(secret.Data).To(Equal(map[string][]byte{"tls.crt": []byte("the new runtime's")}), "an existing object is left as it is")
+	// Left out of the backup: an unreferenced Secret, a CR with an owner.
+	Expect(apierrors.IsNotFound(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "unreferenced"}, &corev1.Secret{}))).To(BeTrue())
+	ownedCR := &unstructured.Unstructured{}
+	ownedCR.SetGroupVersionKind(sampleGVK)
+	Expect(apierrors.IsNotFound(env.rt[1].Get(ctx, client.ObjectKey{Namespace: owned.teamA, Name: "owned"}, ownedCR))).To(BeTrue())
 
 	Expect(env.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: name}, k)).To(Succeed())
 	Expect(k.Spec.Modules).To(Equal(original.Spec.Modules))
@@ -192,6 +246,7 @@ func TestBackupDeleteRestore(t *testing.T) {
 		rk := &v1beta2.Kyma{}
 		g.Expect(env.rt[1].Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: v1beta2.DefaultRuntimeKymaName}, rk)).To(Succeed())
 		g.Expect(rk.Spec.Modules).To(ConsistOf(HaveField("Name", "evolving")))
+		g.Expect(rk.Labels).To(HaveKeyWithValue("owner-label", "kept"), "the owner's label on the runtime's Kyma")
 		spec, _, _ := unstructured.NestedMap(sampleCR(g, env.rt[1]).Object, "spec")
 		g.Expect(spec).To(Equal(ownerSpec), "the CR's spec as the owner left it")
 		k := &v1beta2.Kyma{}

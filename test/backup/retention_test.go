@@ -84,13 +84,7 @@ func TestGracePeriod(t *testing.T) {
 	ctx := context.Background()
 	const name = "grace"
 	register(t, name, env.runtimes[0])
-	var next time.Time
-	Eventually(func(g Gomega) {
-		rb := runtimeBackup(g, name)
-		g.Expect(rb.Status.NextScheduleTime).NotTo(BeNil())
-		next = rb.Status.NextScheduleTime.Time
-	}, timeout, interval).Should(Succeed())
-	backupAt(name, next)
+	backupAtNext(name)
 	unregister(name)
 
 	var deleteAfter time.Time

@@ -1,18 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -27,23 +23,8 @@ var sampleKinds = []string{"deployments", "serviceaccounts", "clusterroles", "cl
 // requests counts the requests the Kyma's runtime API server has served, by
 // its own metrics, whose labels match.
 func (k *testKyma) requests(g Gomega, match func(labels map[string]string) bool) float64 {
-	cs, err := kubernetes.NewForConfig(k.runtime.cluster.Config())
+	total, err := k.runtime.cluster.Requests(context.Background(), match)
 	g.Expect(err).NotTo(HaveOccurred())
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, m := range families["apiserver_request_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if match(labels) {
-			total += m.GetCounter().GetValue()
-		}
-	}
 	return total
 }
 

@@ -27,7 +27,7 @@ const previousRelease = "712d02c5cf373c23608e7530bf092d1ff23bc4d6"
 
 // TestUpgradeFromThePreviousBuildWritesNothingToRuntimes runs the previous
 // build on a fleet until it is Ready and quiet, stops it the way a node
-// failure does (SIGKILL; a Recreate rollout stops it more gently), and
+// failure does (SIGKILL; a rolling update stops it more gently, with SIGTERM), and
 // starts this build against the same fleet. The new build looks at every
 // Kyma and Manifest once and then keeps looking every Ready interval; the
 // runtimes' API servers must count no write from it, no module object may

@@ -3,25 +3,29 @@ package install
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
+	"github.com/runtime-fleet/lifecycle-manager/internal/leaderpod"
+	"github.com/runtime-fleet/lifecycle-manager/internal/testkubelet"
 )
 
 // helm install with shards and replicas: a Deployment and a listener
 // Service per shard, each Deployment's pods told their shard, each shard's
-// agents sent to a URL of its own, and a disruption budget that counts the
-// leaders alone. The API server takes every object.
+// agents sent to its leader alone, and a disruption budget that lets one
+// pod go at a time. The API server takes every object.
 func TestChartShardsTheFleet(t *testing.T) {
 	const ns, shards, replicas = "sharded", 3, 2
 	rendered, err := install.RenderChart(chart, ns, map[string]any{
@@ -72,6 +76,9 @@ func TestChartShardsTheFleet(t *testing.T) {
 		if svc.Spec.Selector["operator.kyma-project.io/shard"] != shardLabel {
 			t.Errorf("the listener Service of shard %d selects %v: the agents would reach other shards", id, svc.Spec.Selector)
 		}
+		if svc.Spec.Selector[leaderpod.Label] != "true" {
+			t.Errorf("the listener Service of shard %d selects %v: the agents would reach standbys", id, svc.Spec.Selector)
+		}
 	}
 	if _, ok := all[fmt.Sprintf("Deployment %s/lifecycle-manager", ns)]; ok {
 		t.Error("a sharded install still has the unsharded Deployment")
@@ -80,9 +87,10 @@ func TestChartShardsTheFleet(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(all[fmt.Sprintf("PodDisruptionBudget %s/lifecycle-manager", ns)].Object, pdb); err != nil {
 		t.Fatal(err)
 	}
-	// 6 pods, 3 of them leaders: the standbys and one leader may go.
-	if got := pdb.Spec.MaxUnavailable.IntValue(); got != shards*(replicas-1)+1 {
-		t.Errorf("the PDB allows %d unavailable pods, want %d (every standby and one leader)", got, shards*(replicas-1)+1)
+	// Standbys are ready and count: one pod of the 6 at a time may go, so
+	// that every shard keeps a process that can lead.
+	if got := pdb.Spec.MaxUnavailable.IntValue(); got != 1 {
+		t.Errorf("the PDB allows %d unavailable pods, want 1", got)
 	}
 	ctx := testContext(t)
 	if err := admin.Create(ctx, namespaceObject(ns)); err != nil {
@@ -95,81 +103,116 @@ func TestChartShardsTheFleet(t *testing.T) {
 	}
 }
 
-// Two replicas of the rendered Deployment: one leads and is ready, the
-// other is a standby and not ready, so that the listener's Service sends
-// agents to the leader alone. The leader killed, the standby leads within
-// the Lease's duration and becomes ready.
-func TestStandbyIsNotReadyUntilItLeads(t *testing.T) {
+// Two replicas of the rendered Deployment, run by a test kubelet as Pods
+// under the operator's ServiceAccount: both become ready (a standby is ready
+// to lead), and the leader alone labels its Pod, which the listener's
+// Service selects. The leader crashes: the standby takes the Lease over and
+// labels its own Pod, and the crashed process, restarted in its old Pod,
+// clears the label it left there and is ready as a standby. No request is
+// refused: the Role lets the operator label its Pod.
+func TestStandbyIsReadyAndTheLeaderAloneIsLabelled(t *testing.T) {
 	objs, err := install.RenderKustomize(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two Leases may run out here, each in 15 s: one a killed operator of
-	// an earlier test left, and the one of the leader this test kills.
+	// The crashed leader's Lease runs out in 15 s; a Lease left by an
+	// operator of an earlier test may have to run out first.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	apply(ctx, t, objs)
 	kubeconfig := serviceAccountKubeconfig(ctx, t, "kcp-system", "lifecycle-manager")
-	bin := buildOperator(t)
-	deployArgs := deploymentOf(t, objs, "kcp-system").Spec.Template.Spec.Containers[0].Args
-
-	type replica struct {
-		cmd    *testcluster.Command
-		probes string
-	}
-	var replicas []replica
-	for i := range 2 {
-		args, probes := podArgs(t, deployArgs)
-		cmd, err := testcluster.StartCommand(bin, append(args, "--kubeconfig="+kubeconfig), filepath.Join(t.TempDir(), fmt.Sprintf("replica-%d.log", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Kill() })
-		replicas = append(replicas, replica{cmd: cmd, probes: probes})
-	}
-	ready := func(r replica) (bool, error) {
-		if err := r.cmd.ExitError(); err != nil {
-			return false, err
-		}
-		resp, err := http.Get("http://" + r.probes + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}
-	explain := func() string {
-		return "replica 0:\n" + replicas[0].cmd.LogTail(20) + "\nreplica 1:\n" + replicas[1].cmd.LogTail(20)
-	}
-	var leader, standby replica
-	waitFor(ctx, t, "one replica to lead and become ready", explain, func() (bool, error) {
-		for i, r := range replicas {
-			ok, err := ready(r)
-			if err != nil || !ok {
-				continue
-			}
-			leader, standby = r, replicas[1-i]
-			return true, nil
-		}
-		return false, nil
-	})
-	// The standby has started (its probes answer) and is not ready.
-	waitFor(ctx, t, "the standby's probes to answer", explain, func() (bool, error) {
-		resp, err := http.Get("http://" + standby.probes + "/healthz")
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if ok, err := ready(standby); err != nil || ok {
-		t.Fatalf("the standby is ready (%v, %v) while the other replica leads\n%s", ok, err, explain())
-	}
-
-	if err := leader.cmd.Kill(); err != nil {
+	deploy := deploymentOf(t, objs, "kcp-system")
+	clientset, err := kubernetes.NewForConfig(kcp.Config())
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the standby to lead and become ready", explain, func() (bool, error) { return ready(standby) })
+	kubelet, err := testkubelet.Start(ctx, testkubelet.Options{
+		Client: clientset, Namespace: "kcp-system", Selector: labels.SelectorFromSet(deploy.Spec.Selector.MatchLabels),
+		NodeName: "install-node", Binary: buildOperator(t), ExtraArgs: []string{"--kubeconfig=" + kubeconfig},
+		Dir: t.TempDir(), ReadinessPeriod: time.Second,
+		// Longer than the Lease (15 s) and the standby's retry: the standby
+		// leads before the crashed process is back in its labelled Pod.
+		RestartDelay: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kubelet.Stop)
+	names := []string{"lifecycle-manager-a", "lifecycle-manager-b"}
+	for _, name := range names {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kcp-system", Labels: deploy.Spec.Template.Labels},
+			Spec:       deploy.Spec.Template.Spec,
+		}
+		if err := admin.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+	explain := func() string { return describePods(ctx, names) + kubelet.LogTails(20) }
+
+	var leader, standby string
+	waitFor(ctx, t, "both replicas to be ready, the leader's Pod alone labelled", explain, func() (bool, error) {
+		pods, err := podsByName(ctx, names)
+		if err != nil || !testkubelet.PodReady(pods[names[0]]) || !testkubelet.PodReady(pods[names[1]]) {
+			return false, err
+		}
+		labelled := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !isLabelledLeader(pods[n]) })
+		if len(labelled) != 1 {
+			return false, nil
+		}
+		leader, standby = labelled[0], names[0]
+		if standby == leader {
+			standby = names[1]
+		}
+		return true, nil
+	})
+
+	if err := kubelet.Crash(leader); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the standby to lead and label its Pod", explain, func() (bool, error) {
+		pods, err := podsByName(ctx, names)
+		return err == nil && isLabelledLeader(pods[standby]) && testkubelet.PodReady(pods[standby]), err
+	})
+	waitFor(ctx, t, "the crashed replica to restart, clear its Pod's label and be ready", explain, func() (bool, error) {
+		pods, err := podsByName(ctx, names)
+		if err != nil {
+			return false, err
+		}
+		old := pods[leader]
+		restarted := len(old.Status.ContainerStatuses) == 1 && old.Status.ContainerStatuses[0].RestartCount == 1
+		return restarted && testkubelet.PodReady(old) && !isLabelledLeader(old) && isLabelledLeader(pods[standby]), nil
+	})
+	if logs := kubelet.LogTails(10000); strings.Contains(logs, "forbidden") {
+		t.Errorf("an operator replica was refused a request; config/rbac lacks a right:\n%s", logs)
+	}
+}
+
+func podsByName(ctx context.Context, names []string) (map[string]*corev1.Pod, error) {
+	out := map[string]*corev1.Pod{}
+	for _, name := range names {
+		pod := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "kcp-system", Name: name}, pod); err != nil {
+			return nil, err
+		}
+		out[name] = pod
+	}
+	return out, nil
+}
+
+func isLabelledLeader(pod *corev1.Pod) bool { return pod.Labels[leaderpod.Label] == "true" }
+
+func describePods(ctx context.Context, names []string) string {
+	pods, err := podsByName(ctx, names)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s: ready %v, labels %v\n", name, testkubelet.PodReady(pods[name]), pods[name].Labels)
+	}
+	return b.String()
 }
 
 func namespaceObject(name string) *corev1.Namespace {

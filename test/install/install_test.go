@@ -182,8 +182,14 @@ func TestChartInstallsIntoOtherNamespaces(t *testing.T) {
 			t.Errorf("the manager's args %v lack %s", container.Args, arg)
 		}
 	}
-	if len(container.Env) != 1 || container.Env[0].Name != "GOMEMLIMIT" {
-		t.Errorf("env %v, want GOMEMLIMIT", container.Env)
+	// The Pod's own name and namespace (the leader labels its Pod), then
+	// the values' env.
+	var env []string
+	for _, e := range container.Env {
+		env = append(env, e.Name)
+	}
+	if !slices.Equal(env, []string{"POD_NAME", "POD_NAMESPACE", "GOMEMLIMIT"}) {
+		t.Errorf("env %v, want POD_NAME, POD_NAMESPACE and GOMEMLIMIT", env)
 	}
 	if *deployment.Spec.Replicas != 2 {
 		t.Errorf("replicas %d, want 2", *deployment.Spec.Replicas)

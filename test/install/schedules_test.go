@@ -8,15 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 )
 
-// helm install with maintenance windows and hibernation schedules: a
-// ConfigMap holds them as the files the operator reads (and the operator's
-// own parsers accept them), mounted and named by flags, and the pods
-// restart when they change.
+// backupRecipient is the example public key of age's documentation.
+const backupRecipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+
+// helm install with maintenance windows, hibernation and backup schedules:
+// a ConfigMap holds them as the files the operator reads (and the
+// operator's own parsers accept them; the backups' keys are public keys
+// only), mounted and named by flags, and the pods restart when they change.
 func TestChartMountsSchedules(t *testing.T) {
 	const ns = "scheduled"
 	values := map[string]any{
@@ -27,6 +31,10 @@ func TestChartMountsSchedules(t *testing.T) {
 		"hibernationSchedules": []any{map[string]any{
 			"name": "dev-nights", "selector": map[string]any{"matchLabels": map[string]any{"env": "dev"}},
 			"hibernate": "0 20 * * 1-5", "wake": "0 7 * * 1-5",
+		}},
+		"backupSchedules": []any{map[string]any{
+			"name": "all", "schedule": "0 * * * *", "repository": "registry.example/runtime-backups",
+			"recipients": []any{backupRecipient},
 		}},
 	}
 	rendered, err := install.RenderChart(chart, ns, values)
@@ -47,6 +55,11 @@ func TestChartMountsSchedules(t *testing.T) {
 		t.Errorf("hibernation-schedules.yaml %q: %v", cm.Data["hibernation-schedules.yaml"], err)
 	}
 
+	backups, err := backup.Parse([]byte(cm.Data["backup-schedules.yaml"]))
+	if err != nil || len(backups.Schedules) != 1 || backups.Schedules[0].InlineRecipients().Len() != 1 {
+		t.Errorf("backup-schedules.yaml %q: %v", cm.Data["backup-schedules.yaml"], err)
+	}
+
 	d := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(all["Deployment "+ns+"/lifecycle-manager"].Object, d); err != nil {
 		t.Fatal(err)
@@ -56,6 +69,7 @@ func TestChartMountsSchedules(t *testing.T) {
 	for _, want := range []string{
 		"--maintenance-windows=/etc/lifecycle-manager/maintenance-windows.yaml",
 		"--hibernation-schedules=/etc/lifecycle-manager/hibernation-schedules.yaml",
+		"--backup-schedules=/etc/lifecycle-manager/backup-schedules.yaml",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)

@@ -304,6 +304,10 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 		}, time.Minute, time.Second).Should(Succeed(), name)
 	}
 	g.Expect(devOutput()).To(ContainSubstring("backup list runtime-0"))
+	// The operator holds the public key only; the identity is a file of the
+	// session's, which the tour names for restore.
+	g.Expect(env.BackupIdentity).To(BeAnExistingFile())
+	g.Expect(devOutput()).To(ContainSubstring("--identity " + env.BackupIdentity))
 
 	stdout, stderr, code = lmctl(t, time.Minute, "history", "runtime-0", "--kubeconfig", env.KCPKubeconfig)
 	g.Expect(code).To(BeZero(), stderr)

@@ -52,10 +52,21 @@ func TestDowntimeVersionWaitsForTheWindow(t *testing.T) {
 		g.Expect(moduleOf(g, waiting).Version).To(Equal("1.0.0"))
 	}, 2*time.Second, interval).Should(Succeed())
 
-	clock.SetTime(slot.At.Add(time.Minute))
+	upgradeAt := slot.At.Add(time.Minute)
+	clock.SetTime(upgradeAt)
 	touch(waiting)
 	eventuallyAt([]string{waiting}, module, "2.0.0")
 	Expect(moduleOf(NewWithT(t), waiting).Maintenance).To(BeFalse())
+
+	// The operation history is dated by the operator's clock, as the
+	// window is: the upgrade started in the window, not at the real time.
+	Eventually(func(g Gomega) {
+		ops := manifestOf(g, waiting, module).Status.Operations
+		g.Expect(ops).NotTo(BeEmpty())
+		g.Expect(ops[0].Type).To(Equal(v1beta2.OperationUpgrade))
+		g.Expect(ops[0].ToVersion).To(Equal("2.0.0"))
+		g.Expect(ops[0].StartedAt.Time).To(BeTemporally("==", upgradeAt.Truncate(time.Second)))
+	}, timeout, interval).Should(Succeed())
 }
 
 func moduleOf(g Gomega, kymaName string) v1beta2.ModuleStatus {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -43,6 +44,10 @@ const (
 
 	// pausedGroupLabel=yes is the operator's pause group (--pause-selector).
 	pausedGroupLabel = "watcher-test-paused-group"
+
+	// backedUpLabel=yes selects a Kyma for the daily backup schedule, so
+	// that the backup alert's series exist (TestDashboardAndAlertSeriesExist).
+	backedUpLabel = "watcher-test-backed-up"
 
 	// Timing of the operator under test. Ready and Error intervals are an
 	// hour so that nothing but a report (or the fallback) reconciles a Kyma
@@ -123,6 +128,19 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	opts.Intervals.Processing = 10 * time.Minute
 	opts.Content.InsecureRegistries = []string{env.registry.Host()}
 	opts.PauseSelector = pausedGroupLabel + "=yes"
+	_, recipient, err := backup.NewIdentity()
+	if err != nil {
+		return operator.Options{}, err
+	}
+	if opts.Backup.Schedules, err = backup.Parse(fmt.Appendf(nil, `schedules:
+  - name: daily
+    selector: {matchLabels: {%s: "yes"}}
+    schedule: "@daily"
+    repository: %s/backups
+    recipients: [%s]
+`, backedUpLabel, env.registry.Host(), recipient)); err != nil {
+		return operator.Options{}, err
+	}
 	// The listener's per-runtime rate limit is the default, which
 	// TestFloodingRuntimeDoesNotHoldUpAnother relies on; the benchmarks
 	// measure the listener itself, and their runtimes send far more than

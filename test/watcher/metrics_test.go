@@ -13,7 +13,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
@@ -41,11 +43,16 @@ func TestDashboardAndAlertSeriesExist(t *testing.T) {
 	}
 	g.Expect(env.kcpClient.Create(ctx, ro)).To(Succeed())
 	t.Cleanup(func() { _ = env.kcpClient.Delete(ctx, ro) })
+	// A backup schedule selects the Kyma, so that the backups' series
+	// exist (its first backup is due at midnight).
+	backedUp := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: k.name, Namespace: kcpNamespace}}
+	g.Expect(env.kcpClient.Patch(ctx, backedUp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+backedUpLabel+`":"yes"}}}`)))).To(Succeed())
 
 	wanted := queriedSeries(t)
 	g.Expect(wanted).To(ContainElements("lifecycle_manager_kyma_state", "lifecycle_manager_module_time_to_ready_seconds", "workqueue_depth",
-		"lifecycle_manager_rollout_halted", "lifecycle_manager_rollout_last_progress_timestamp_seconds", "lifecycle_manager_rollout_planned_timestamp_seconds"),
-		"the dashboard and the alerts query the fleet's states, time to Ready, queue depth and the rollouts")
+		"lifecycle_manager_rollout_halted", "lifecycle_manager_rollout_last_progress_timestamp_seconds", "lifecycle_manager_rollout_planned_timestamp_seconds",
+		"lifecycle_manager_backup_last_success_timestamp_seconds", "lifecycle_manager_shard_leader"),
+		"the dashboard and the alerts query the fleet's states, time to Ready, queue depth, the rollouts, the backups and the leaders")
 	g.Eventually(func(g Gomega) {
 		families := scrape(g)
 		for _, name := range wanted {

@@ -21,6 +21,8 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
@@ -35,6 +37,10 @@ const (
 	ReasonSnapshotFailed     = "SnapshotFailed"
 	ReasonStoreFailed        = "StoreFailed"
 )
+
+// maxRecipients bounds the keys a backup is encrypted to (status lists
+// their fingerprints): rotation needs two or three.
+const maxRecipients = 32
 
 // DefaultGracePeriod is how long backups are kept after their Kyma is
 // deleted.
@@ -73,6 +79,9 @@ type Reconciler struct {
 	// ReconcileTimeout bounds one backup.
 	ReconcileTimeout time.Duration
 	Events           *reconciler.Events
+
+	// budget says how many backups run at once (SetupWithManager).
+	budget *budget
 }
 
 func (r *Reconciler) now() time.Time {
@@ -153,6 +162,7 @@ func expired(rb *v1beta2.RuntimeBackup, now time.Time) bool {
 // its RuntimeBackup. The repository is the one status names: the schedule
 // may have changed since.
 func (r *Reconciler) expire(ctx context.Context, rb *v1beta2.RuntimeBackup) error {
+	r.unplan(rb.Name)
 	if rb.Status.Repository != "" {
 		if err := backup.NewStore(rb.Status.Repository, r.Store).DeleteAll(ctx, rb.Name); err != nil {
 			return fmt.Errorf("deleting the backups of deleted Kyma %s: %w", rb.Name, err)
@@ -172,12 +182,14 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 			s.KymaDeletedAt = &metav1.Time{Time: now}
 			s.DeleteAfter = &metav1.Time{Time: now.Add(r.GracePeriod)}
 		}
+		r.unplan(rb.Name)
 		s.NextScheduleTime = nil
 		return reconciler.Ready(ReasonKymaDeleted, "The Kyma is deleted: its backups are kept until deleteAfter, then deleted", r.after(now, s.DeleteAfter.Time))
 	}
 	s.KymaDeletedAt, s.DeleteAfter = nil, nil
 	schedule := r.Schedules.For(kyma.Labels)
 	if schedule == nil {
+		r.unplan(rb.Name)
 		s.NextScheduleTime = nil
 		return reconciler.Ready(ReasonUnscheduled, "No backup schedule selects the Kyma: no backups are taken, those taken are kept", 0)
 	}
@@ -187,14 +199,31 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 			from = s.LastScheduleTime.Time
 		}
 		s.Schedule = schedule.Name
-		s.NextScheduleTime = &metav1.Time{Time: schedule.Next(from)}
+		s.NextScheduleTime = &metav1.Time{Time: schedule.NextFor(kyma.Name, from)}
 	}
 	s.Repository, s.KeySecret = schedule.Repository, schedule.KeySecret
+	// The keys are looked at every time, not only when a backup is due: a
+	// missing or private key shows before it costs a backup.
+	keys, o := r.keys(ctx, schedule)
+	if o.Kind == reconciler.KindRetry {
+		return o
+	}
+	r.plan(rb, schedule)
 	if now.Before(s.NextScheduleTime.Time) {
-		return r.idle(s, now)
+		return r.idle(s, now, keys)
 	}
 
-	o := r.take(ctx, rb, kyma, schedule, now)
+	release, admitted := r.budget.tryAcquire()
+	if !admitted {
+		// Due, but as many backups as the budget allows are running: the
+		// one due longest gets no priority, but the jitter keeps the queue
+		// short.
+		o := r.idle(s, now, keys)
+		o.After = budgetRetryAfter()
+		return o
+	}
+	o = r.take(ctx, rb, kyma, schedule, keys.Recipients, now)
+	release()
 	s.LastScheduleTime = &metav1.Time{Time: now}
 	if o.Kind == reconciler.KindRetry {
 		// NextScheduleTime stays due: the backup is retried with backoff.
@@ -202,20 +231,73 @@ func (r *Reconciler) reconcile(ctx context.Context, rb *v1beta2.RuntimeBackup, k
 		return o
 	}
 	s.LastError = ""
-	s.NextScheduleTime = &metav1.Time{Time: schedule.Next(now)}
+	s.NextScheduleTime = &metav1.Time{Time: schedule.NextFor(kyma.Name, now)}
+	r.plan(rb, schedule)
 	if o.Kind == reconciler.KindWarning {
 		o.After = r.after(now, s.NextScheduleTime.Time)
 		return o
 	}
-	return r.idle(s, now)
+	return r.idle(s, now, keys)
+}
+
+// plan counts the runtime in the budget and reports when its last good
+// backup was taken (its RuntimeBackup's creation while none was).
+func (r *Reconciler) plan(rb *v1beta2.RuntimeBackup, schedule *backup.Schedule) {
+	r.budget.plan(rb.Name, schedule.Intervals().Shortest)
+	last := rb.CreationTimestamp.Time
+	if rb.Status.LastSuccessfulTime != nil {
+		last = rb.Status.LastSuccessfulTime.Time
+	}
+	metrics.SetBackupLastSuccess(rb.Name, schedule.Name, last)
+}
+
+// unplan takes a runtime that is no longer backed up out of the budget and
+// the metrics.
+func (r *Reconciler) unplan(kyma string) {
+	r.budget.plan(kyma, 0)
+	metrics.ForgetBackups(kyma)
 }
 
 // idle is the outcome of a RuntimeBackup waiting for its next backup.
-func (r *Reconciler) idle(s *v1beta2.RuntimeBackupStatus, now time.Time) reconciler.Outcome {
+func (r *Reconciler) idle(s *v1beta2.RuntimeBackupStatus, now time.Time, keys backup.KeySecret) reconciler.Outcome {
 	if s.LastError != "" {
 		return reconciler.RetryAfter(ReasonSnapshotFailed, s.LastError, r.after(now, s.NextScheduleTime.Time), nil)
 	}
+	if keys.HoldsIdentity {
+		return reconciler.Warning(identityWarning(s.KeySecret), r.after(now, s.NextScheduleTime.Time))
+	}
 	return reconciler.Ready(ReasonScheduled, fmt.Sprintf("Backups are taken on schedule %s", s.Schedule), r.after(now, s.NextScheduleTime.Time))
+}
+
+// identityWarning tells the SRE to take the private key out of the
+// control plane; backups go on meanwhile.
+func identityWarning(secret string) string {
+	return fmt.Sprintf("The key Secret %s holds a private key (%q): anyone who reads Secrets here can decrypt every backup. "+
+		"Put its public key under %q (age-keygen -y), keep the identity outside the control plane and remove %q",
+		secret, backup.IdentityKey, backup.RecipientsKey, backup.IdentityKey)
+}
+
+// keys are the recipients of the schedule's backups: those it lists and
+// those of its key Secret, read at every look so that a rotation applies
+// at the next backup.
+func (r *Reconciler) keys(ctx context.Context, schedule *backup.Schedule) (backup.KeySecret, reconciler.Outcome) {
+	keys := backup.KeySecret{Recipients: schedule.InlineRecipients()}
+	if schedule.KeySecret != "" {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: schedule.KeySecret}, secret); err != nil {
+			return keys, reconciler.Retry(ReasonKeyUnavailable, fmt.Sprintf("Reading the key Secret %s failed: %s", schedule.KeySecret, reconciler.Cause(err)), err)
+		}
+		fromSecret, err := backup.ReadKeySecret(secret)
+		if err != nil {
+			return keys, reconciler.Retry(ReasonKeyUnavailable, err.Error(), err)
+		}
+		keys.Recipients, keys.HoldsIdentity = keys.Recipients.Union(fromSecret.Recipients), fromSecret.HoldsIdentity
+	}
+	if n := keys.Recipients.Len(); n > maxRecipients {
+		msg := fmt.Sprintf("The schedule %s has %d recipients, at most %d are allowed: remove those nobody restores with", schedule.Name, n, maxRecipients)
+		return keys, reconciler.Retry(ReasonKeyUnavailable, msg, nil)
+	}
+	return keys, reconciler.Outcome{}
 }
 
 // after is how long to wait until t, at most Poll.
@@ -227,33 +309,32 @@ func (r *Reconciler) after(now, t time.Time) time.Duration {
 }
 
 // take takes, stores and thins: one backup.
-func (r *Reconciler) take(ctx context.Context, rb *v1beta2.RuntimeBackup, kyma *v1beta2.Kyma, schedule *backup.Schedule, now time.Time) reconciler.Outcome {
+func (r *Reconciler) take(ctx context.Context, rb *v1beta2.RuntimeBackup, kyma *v1beta2.Kyma, schedule *backup.Schedule, recipients backup.Recipients, now time.Time) reconciler.Outcome {
 	log := ctrl.LoggerFrom(ctx)
-	secret := &corev1.Secret{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: schedule.KeySecret}, secret); err != nil {
-		return reconciler.Retry(ReasonKeyUnavailable, fmt.Sprintf("Reading the key Secret %s failed: %s", schedule.KeySecret, reconciler.Cause(err)), err)
-	}
-	key, err := backup.KeyFromSecret(secret)
-	if err != nil {
-		return reconciler.Retry(ReasonKeyUnavailable, err.Error(), err)
-	}
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
 		return reconciler.Retry(ReasonRuntimeUnavailable, fmt.Sprintf("The runtime cannot be reached: %s", reconciler.Cause(err)), err)
 	}
-	snapshot, err := backup.Take(ctx, backup.Source{Kyma: kyma, Runtime: cluster.Client, Mapper: cluster.Mapper, SyncNamespace: r.SyncNamespace}, now)
+	manifests := &v1beta2.ManifestList{}
+	if err := r.List(ctx, manifests, client.InNamespace(kyma.Namespace), index.OfKyma(kyma.Name)); err != nil {
+		return reconciler.Retry(ReasonSnapshotFailed, fmt.Sprintf("Listing the Kyma's Manifests failed: %s", reconciler.Cause(err)), err)
+	}
+	snapshot, err := backup.Take(ctx, backup.Source{
+		Kyma: kyma, Manifests: manifests.Items, Runtime: cluster.Client, Mapper: cluster.Mapper,
+		SyncNamespace: r.SyncNamespace, IncludeSecrets: schedule.IncludeSecrets,
+	}, now)
 	if err != nil {
 		r.Runtimes.EvictOnError(kyma.Name, err)
 		return reconciler.Retry(ReasonSnapshotFailed, fmt.Sprintf("Reading the runtime's configuration failed: %s", reconciler.Cause(err)), err)
 	}
 	store := backup.NewStore(schedule.Repository, r.Store)
-	info, err := backup.Save(ctx, store, key, snapshot)
+	info, err := backup.Save(ctx, store, recipients, snapshot)
 	if err != nil {
 		return reconciler.Retry(ReasonStoreFailed, fmt.Sprintf("Storing the backup in %s failed: %s", schedule.Repository, reconciler.Cause(err)), err)
 	}
 	s := &rb.Status
 	s.LastSuccessfulTime = &metav1.Time{Time: now}
-	s.LastBackup, s.LastSize, s.KeyFingerprint = info.Tag, info.Size, key.Fingerprint()
+	s.LastBackup, s.LastSize, s.KeyFingerprints = info.Tag, info.Size, info.KeyFingerprints
 	log.Info("Backup stored", "runtimeBackup", client.ObjectKeyFromObject(rb), "backup", info.Tag, "size", info.Size)
 
 	left, thinErr := backup.Thin(ctx, store, kyma.Name, now, schedule.Keep(), schedule.Location())
@@ -275,24 +356,26 @@ func listed(records []v1beta2.BackupRecord) []backup.Info {
 	var out []backup.Info
 	for _, rec := range records {
 		if t, err := backup.ParseTag(rec.Tag); err == nil {
-			out = append(out, backup.Info{Tag: rec.Tag, Time: t, Size: rec.Size})
+			out = append(out, backup.Info{Tag: rec.Tag, Time: t, Size: rec.Size, KeyFingerprints: rec.KeyFingerprints})
 		}
 	}
 	return out
 }
 
-// records lists the backups held, newest first, with the sizes known from
-// earlier status or this backup.
+// records lists the backups held, newest first, with the sizes and key
+// fingerprints known from earlier status or this backup.
 func records(held []backup.Info, before []v1beta2.BackupRecord, latest backup.Info) []v1beta2.BackupRecord {
-	sizes := map[string]int64{latest.Tag: latest.Size}
+	known := map[string]v1beta2.BackupRecord{latest.Tag: {Tag: latest.Tag, Size: latest.Size, KeyFingerprints: latest.KeyFingerprints}}
 	for _, rec := range before {
-		if _, ok := sizes[rec.Tag]; !ok {
-			sizes[rec.Tag] = rec.Size
+		if _, ok := known[rec.Tag]; !ok {
+			known[rec.Tag] = rec
 		}
 	}
 	out := make([]v1beta2.BackupRecord, 0, min(len(held), maxListed))
 	for i := len(held) - 1; i >= 0 && len(out) < maxListed; i-- {
-		out = append(out, v1beta2.BackupRecord{Tag: held[i].Tag, Size: sizes[held[i].Tag]})
+		rec := known[held[i].Tag]
+		rec.Tag = held[i].Tag
+		out = append(out, rec)
 	}
 	return out
 }

@@ -13,17 +13,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 )
 
 // SetupWithManager registers the controller: a RuntimeBackup is looked at
 // when it is created or deleted, and when its Kyma is created, relabelled
-// (another schedule may select it) or deleted.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+// (another schedule may select it) or deleted. At most maxConcurrency
+// backups run at once; the budget (backup_budget.go) decides how many up
+// to that.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrency int) error {
 	if r.Schedules == nil {
 		return errNoSchedules
 	}
 	if r.Poll <= 0 {
 		r.Poll = DefaultPoll
+	}
+	r.budget = newBudget(maxConcurrency)
+	for _, s := range r.Schedules.Schedules {
+		metrics.BackupScheduleInterval.WithLabelValues(s.Name).Set(s.Intervals().Longest.Seconds())
 	}
 	sameName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(obj)}}
@@ -35,6 +42,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 			predicate.LabelChangedPredicate{},
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }},
 		))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		// As many workers as backups may run: the others' reconciles are
+		// short (nothing due) or wait for the budget without a worker.
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxConcurrency, 1)}).
 		Complete(r)
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,6 +61,12 @@ type Reconciler struct {
 	ReportedReadyFactor int
 	// Access configures the modules' identities (manifest_access.go).
 	Access AccessOptions
+	// Clock dates the operation history and lastOperation, so that they
+	// agree with the Kyma controller's windows and the rollout planner
+	// under one injected clock; the real one when nil. Token lifetimes
+	// and requeues stay on real time: they are durations the API server
+	// and the workqueue measure.
+	Clock clock.PassiveClock
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
@@ -75,6 +82,13 @@ type Reconciler struct {
 	// checks holds the Ready Manifests until their next periodic check
 	// (manifest_checks.go); nil without a manager.
 	checks *checks
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // Reconcile runs the one skeleton (internal/reconciler) on the Manifest.

@@ -47,8 +47,9 @@ func (r *Reconciler) recordWithHistory(kyma *v1beta2.Kyma) func(*v1beta2.Manifes
 		if kyma == nil || !kyma.DeletionTimestamp.IsZero() {
 			seen.removal = v1beta2.OperationDeletion
 		}
-		record(m, o)
-		noteOperation(m, o, seen, time.Now())
+		now := r.now()
+		record(m, o, now)
+		noteOperation(m, o, seen, now)
 	}
 }
 

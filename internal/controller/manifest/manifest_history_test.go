@@ -40,7 +40,7 @@ func (h *history) step(o reconciler.Outcome, seen operationSeen) bool {
 	before := h.m.Status.DeepCopy()
 	seen.stateBefore, seen.observedBefore = h.m.Status.State, h.m.Status.ObservedGeneration
 	h.now = h.now.Add(time.Minute)
-	record(h.m, o)
+	record(h.m, o, time.Now())
 	noteOperation(h.m, o, seen, h.now)
 	return !equality.Semantic.DeepEqual(before, &h.m.Status)
 }

@@ -82,7 +82,7 @@ const maxNamed = 5
 // record writes o into the Manifest's status (kstatus conditions, the state
 // derived from them, observedGeneration) and, when the state or the Ready
 // condition changed, status.lastOperation (KLM-compatible).
-func record(manifest *v1beta2.Manifest, o reconciler.Outcome) {
+func record(manifest *v1beta2.Manifest, o reconciler.Outcome, now time.Time) {
 	before := readyCondition(manifest)
 	state := manifest.Status.State
 	reconciler.Record(reconciler.Status{
@@ -101,7 +101,7 @@ func record(manifest *v1beta2.Manifest, o reconciler.Outcome) {
 		if op == "" {
 			op = string(manifest.Status.State)
 		}
-		manifest.Status.LastOperation = v1beta2.LastOperation{Operation: op, LastUpdateTime: metav1.NewTime(time.Now())}
+		manifest.Status.LastOperation = v1beta2.LastOperation{Operation: op, LastUpdateTime: metav1.NewTime(now)}
 	}
 }
 

@@ -51,7 +51,7 @@ func TestReadinessOutcome(t *testing.T) {
 			g := NewWithT(t)
 			m := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
 			o := readinessOutcome(tt.readiness, testIntervals)
-			record(m, o)
+			record(m, o, time.Now())
 			g.Expect(m.Status.State).To(Equal(tt.wantState))
 			cond := meta.FindStatusCondition(m.Status.Conditions, v1beta2.ConditionReady)
 			g.Expect(cond.Reason).To(Equal(tt.wantReason))
@@ -65,16 +65,16 @@ func TestReadinessOutcome(t *testing.T) {
 	}
 	g := NewWithT(t)
 	m := &v1beta2.Manifest{}
-	record(m, readinessOutcome(apply.Readiness{State: v1beta2.StateError, Message: "e"}, testIntervals))
+	record(m, readinessOutcome(apply.Readiness{State: v1beta2.StateError, Message: "e"}, testIntervals), time.Now())
 	g.Expect(meta.FindStatusCondition(m.Status.Conditions, v1beta2.ConditionReconciling)).To(HaveField("Reason", v1beta2.ReasonProgressingWithRetry))
 }
 
 func TestRecordDoesNotTouchLastOperationWhenUnchanged(t *testing.T) {
 	g := NewWithT(t)
 	m := &v1beta2.Manifest{}
-	record(m, contentFailed(errors.New("fetching: boom")))
+	record(m, contentFailed(errors.New("fetching: boom")), time.Now())
 	first := m.Status.DeepCopy()
-	record(m, contentFailed(errors.New("fetching: another boom")))
+	record(m, contentFailed(errors.New("fetching: another boom")), time.Now())
 	g.Expect(m.Status).To(Equal(*first), "a repeated failure with new error text does not change the status")
 	g.Expect(m.Status.ObservedGeneration).To(BeZero(), "a spec that could not be applied is not observed")
 }

@@ -1,8 +1,10 @@
 // Package backup is `lmctl backup`: list a runtime's backups, and restore
 // one into a recreated runtime of the same Kyma name (SPEC G5). It reads
-// what the operator wrote (the RuntimeBackup's repository and key Secret),
-// the key Secret and the registry; it writes the control plane's Kyma, the
-// runtime's own Kyma and the modules' custom resources in the runtime.
+// what the operator wrote (the RuntimeBackup's repository) and the registry,
+// logged in as the operator pushes (credentials.go), and decrypts with the
+// identity whoever restores holds; it writes the control plane's Kyma, and
+// in the runtime its own Kyma, the custom resources of the modules' CRDs
+// and the Namespaces and Secrets they need.
 package backup
 
 import (
@@ -11,14 +13,18 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -33,51 +39,79 @@ const FieldManager = "lmctl-restore"
 // Options locate a Kyma's backups.
 type Options struct {
 	// KCP is a client of the control plane; Namespace holds the Kyma, its
-	// RuntimeBackup and the key Secret.
+	// RuntimeBackup and the Secrets named below.
 	KCP       client.Client
 	Namespace string
 	Kyma      string
-	// Repository and KeySecret override what the RuntimeBackup's status
-	// names (needed once it is gone).
+	// Repository overrides what the RuntimeBackup's status names (needed
+	// once it is gone).
 	Repository string
-	KeySecret  string
-	// Store reaches the registry.
-	Store backup.StoreOptions
+	// IdentityFiles are age identity files whose keys decrypt backups;
+	// KeySecret instead reads the identity a key Secret of an operator
+	// before recipients still holds ("identity"), only when named.
+	IdentityFiles []string
+	KeySecret     string
+	// Credentials log in to the registry; Store reaches it (insecure
+	// hosts; its Keychain is set from Credentials).
+	Credentials Credentials
+	Store       backup.StoreOptions
 }
 
-// located are the store and key of a Kyma's backups.
-func (o Options) locate(ctx context.Context, needKey bool) (*backup.Store, *backup.Key, error) {
-	repository, keySecret := o.Repository, o.KeySecret
-	if repository == "" || (needKey && keySecret == "") {
+// locate is the store of a Kyma's backups, and what it logs in with, for
+// messages.
+func (o Options) locate(ctx context.Context) (*backup.Store, string, error) {
+	repository := o.Repository
+	if repository == "" {
 		rb := &v1beta2.RuntimeBackup{}
 		if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, rb); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, nil, fmt.Errorf("no RuntimeBackup of Kyma %s in %s: name the backups' place with --repository and --key-secret", o.Kyma, o.Namespace)
+				return nil, "", fmt.Errorf("no RuntimeBackup of Kyma %s in %s: name the backups' place with --repository", o.Kyma, o.Namespace)
 			}
-			return nil, nil, fmt.Errorf("reading RuntimeBackup %s: %w", o.Kyma, err)
+			return nil, "", fmt.Errorf("reading RuntimeBackup %s: %w", o.Kyma, err)
 		}
-		repository = cmpOr(repository, rb.Status.Repository)
-		keySecret = cmpOr(keySecret, rb.Status.KeySecret)
+		repository = rb.Status.Repository
 	}
 	if repository == "" {
-		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no repository yet: give --repository", o.Kyma)
+		return nil, "", fmt.Errorf("the RuntimeBackup %s names no repository yet: give --repository", o.Kyma)
 	}
-	store := backup.NewStore(repository, o.Store)
-	if !needKey {
-		return store, nil, nil
-	}
-	if keySecret == "" {
-		return nil, nil, fmt.Errorf("the RuntimeBackup %s names no key Secret: give --key-secret", o.Kyma)
-	}
-	secret := &corev1.Secret{}
-	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: keySecret}, secret); err != nil {
-		return nil, nil, fmt.Errorf("reading the key Secret %s/%s: %w", o.Namespace, keySecret, err)
-	}
-	key, err := backup.KeyFromSecret(secret)
+	keychain, used, err := o.Credentials.keychain(ctx, o.KCP, o.Namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	return store, key, nil
+	if host, _, _ := strings.Cut(repository, "/"); o.Credentials.given() == nil && anonymous(keychain, host) {
+		used = "anonymously (the docker default credentials have none for " + host + ")"
+	}
+	opts := o.Store
+	opts.Keychain = keychain
+	return backup.NewStore(repository, opts), used, nil
+}
+
+// anonymous is a keychain that has nothing for the registry.
+func anonymous(keychain authn.Keychain, host string) bool {
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		return true
+	}
+	auth, err := keychain.Resolve(reg)
+	return err != nil || auth == authn.Anonymous
+}
+
+// identities are the keys a restore decrypts with: the identity files, or
+// the named key Secret's identity.
+func (o Options) identities(ctx context.Context) (*backup.Identities, error) {
+	switch {
+	case len(o.IdentityFiles) > 0 && o.KeySecret != "":
+		return nil, errors.New("--identity and --key-secret: give the identity one way only")
+	case len(o.IdentityFiles) > 0:
+		return backup.ReadIdentityFiles(o.IdentityFiles)
+	case o.KeySecret != "":
+		secret := &corev1.Secret{}
+		if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.KeySecret}, secret); err != nil {
+			return nil, fmt.Errorf("reading the key Secret %s/%s: %w", o.Namespace, o.KeySecret, err)
+		}
+		return backup.IdentitiesFromSecret(secret)
+	}
+	return nil, errors.New("no identity: give the age identity file that decrypts the backups (--identity FILE; lmctl backup list shows the fingerprints of the keys each backup needs)")
 }
 
 func cmpOr(a, b string) string {
@@ -93,25 +127,27 @@ type Entry struct {
 	Time   time.Time `json:"time"`
 	Size   int64     `json:"size"`
 	Digest string    `json:"digest"`
+	// KeyFingerprints identify the keys the backup was encrypted to.
+	KeyFingerprints []string `json:"keyFingerprints,omitempty"`
 }
 
 // List is the Kyma's backups, newest first, as the registry has them.
 func List(ctx context.Context, o Options) ([]Entry, error) {
-	store, _, err := o.locate(ctx, false)
+	store, used, err := o.locate(ctx)
 	if err != nil {
 		return nil, err
 	}
 	infos, err := store.List(ctx, o.Kyma)
 	if err != nil {
-		return nil, err
+		return nil, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
 	}
 	out := make([]Entry, 0, len(infos))
 	for i := len(infos) - 1; i >= 0; i-- {
 		info, err := store.Describe(ctx, o.Kyma, infos[i])
 		if err != nil {
-			return nil, err
+			return nil, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
 		}
-		out = append(out, Entry{Backup: info.Tag, Time: info.Time, Size: info.Size, Digest: info.Digest})
+		out = append(out, Entry{Backup: info.Tag, Time: info.Time, Size: info.Size, Digest: info.Digest, KeyFingerprints: info.KeyFingerprints})
 	}
 	return out, nil
 }
@@ -131,29 +167,46 @@ type RestoreOptions struct {
 	Progress io.Writer
 }
 
-// Result is what a restore did.
+// Result is what a restore did: the backup, the modules it restored, and
+// what it did with each object, in the order it did it.
 type Result struct {
-	Kyma           string   `json:"kyma"`
-	Backup         string   `json:"backup"`
-	Modules        []string `json:"modules"`
-	RuntimeModules []string `json:"runtimeModules,omitempty"`
-	Resources      []string `json:"resources,omitempty"`
+	Kyma   string `json:"kyma"`
+	Backup string `json:"backup"`
+	// Format is the backup's snapshot format (backup.FormatVersion, or an
+	// older one).
+	Format         int            `json:"format"`
+	Modules        []string       `json:"modules"`
+	RuntimeModules []string       `json:"runtimeModules,omitempty"`
+	Objects        []ObjectResult `json:"objects"`
 }
 
 // Restore restores a backup into the runtime the Kyma now stands for: the
-// Kyma's modules, channel and opt-in labels in the control plane, the
-// modules the owner listed in the runtime's own Kyma, and the modules'
-// custom resources, each applied once its CRD exists there. Nothing is
-// written before the backup is read and decrypted, so a wrong key changes
-// nothing.
+// Kyma's modules, channel and opt-in labels in the control plane, then in
+// the runtime, in dependency order, the runtime's own Kyma, the Namespaces
+// and Secrets the backup's custom resources need, and the custom resources
+// once their CRDs (which the modules bring) exist (runtimeRestore). It
+// creates what is missing and leaves what exists. Nothing is written before
+// the backup is read and decrypted, so a wrong key changes nothing. When
+// some objects failed the error wraps ErrIncomplete and the Result says
+// which.
 func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
+	ids, err := o.identities(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	store, used, err := o.locate(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := restore(ctx, o, store, ids)
+	return res, explainRefusal(err, strings.TrimSuffix(store.Ref(o.Kyma, ""), ":"), used)
+}
+
+func restore(ctx context.Context, o RestoreOptions, store *backup.Store, key *backup.Identities) (Result, error) {
+	var err error
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
-	}
-	store, key, err := o.locate(ctx, true)
-	if err != nil {
-		return Result{}, err
 	}
 	kyma := &v1beta2.Kyma{}
 	if err := o.KCP.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Kyma}, kyma); err != nil {
@@ -172,8 +225,9 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	fmt.Fprintf(progress, "Restoring backup %s\n", store.Ref(o.Kyma, tag))
-	res := Result{Kyma: o.Kyma, Backup: tag}
+	fmt.Fprintf(progress, "Restoring backup %s (format %d)\n", store.Ref(o.Kyma, tag), snapshot.Format)
+	res := Result{Kyma: o.Kyma, Backup: tag, Format: snapshot.Format}
+	deadline := time.Now().Add(o.Timeout)
 
 	if err := restoreKyma(ctx, o.KCP, kyma, snapshot); err != nil {
 		return res, err
@@ -181,10 +235,14 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 	for _, m := range snapshot.Spec.Modules {
 		res.Modules = append(res.Modules, m.Name)
 	}
+	res.Objects = append(res.Objects, ObjectResult{Kind: "Kyma", Namespace: o.Namespace, Name: o.Kyma, Action: Updated, Reason: "modules " + strings.Join(res.Modules, ", ")})
 	fmt.Fprintf(progress, "Kyma %s: modules %v\n", o.Kyma, res.Modules)
+	if snapshot.RuntimeKyma != nil {
+		for _, m := range snapshot.RuntimeKyma.Spec.Modules {
+			res.RuntimeModules = append(res.RuntimeModules, m.Name)
+		}
+	}
 
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
 	cfg, err := runtimeConfig(ctx, o.KCP, o.Namespace, o.Kyma)
 	if err != nil {
 		return res, err
@@ -194,28 +252,10 @@ func Restore(ctx context.Context, o RestoreOptions) (Result, error) {
 		return res, err
 	}
 	syncNamespace := cmpOr(kyma.Spec.SyncNamespace, v1beta2.DefaultRuntimeNamespace)
-	if len(snapshot.RuntimeModules) > 0 {
-		fmt.Fprintf(progress, "Waiting for the runtime's Kyma %s/%s\n", syncNamespace, v1beta2.DefaultRuntimeKymaName)
-		if err := restoreRuntimeKyma(ctx, rt, client.ObjectKey{Namespace: syncNamespace, Name: v1beta2.DefaultRuntimeKymaName}, snapshot.RuntimeModules); err != nil {
-			return res, err
-		}
-		for _, m := range snapshot.RuntimeModules {
-			res.RuntimeModules = append(res.RuntimeModules, m.Name)
-		}
-		fmt.Fprintf(progress, "Runtime's Kyma: modules %v\n", res.RuntimeModules)
-	}
-	for _, r := range snapshot.Resources {
-		obj := r.Object.DeepCopy()
-		what := fmt.Sprintf("%s %s/%s (module %s)", obj.GetKind(), obj.GetNamespace(), obj.GetName(), r.Module)
-		fmt.Fprintf(progress, "Waiting for the CRD of %s\n", what)
-		if err := waitForKind(ctx, cfg, obj.GroupVersionKind()); err != nil {
-			return res, fmt.Errorf("restoring %s: %w", what, err)
-		}
-		if err := rt.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // client.Apply with unstructured is the documented path
-			return res, fmt.Errorf("applying %s: %w", what, err)
-		}
-		res.Resources = append(res.Resources, what)
-		fmt.Fprintf(progress, "Applied %s\n", what)
+	r := &runtimeRestore{rt: rt, cfg: cfg, progress: progress, deadline: deadline, res: &res}
+	r.run(ctx, snapshot, client.ObjectKey{Namespace: syncNamespace, Name: v1beta2.DefaultRuntimeKymaName})
+	if n := res.Failed(); n > 0 {
+		return res, fmt.Errorf("%d of the %d objects of backup %s were not restored: %w", n, len(res.Objects), tag, ErrIncomplete)
 	}
 	return res, nil
 }
@@ -240,8 +280,25 @@ func newestBefore(ctx context.Context, store *backup.Store, kyma string, t time.
 // restoreKyma puts the backup's module choices into the control plane's
 // Kyma: its modules (a module the Kyma lists already keeps its entry), the
 // channel, the flags, and the beta and internal opt-ins. The runtime id,
-// sync namespace and other labels are the new registration's.
+// sync namespace and other labels are the new registration's. A Kyma
+// registered moments ago is still being written by the operator (its
+// finalizers, labels): a conflict reads it again and retries.
 func restoreKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, s *backup.Snapshot) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(kyma), kyma); err != nil {
+			return err
+		}
+		return c.Patch(ctx, kyma, backedUpChoices(kyma, s))
+	})
+	if err != nil {
+		return fmt.Errorf("restoring Kyma %s: %w", kyma.Name, err)
+	}
+	return nil
+}
+
+// backedUpChoices puts the backup's choices into kyma and returns the
+// patch, locked to the version read.
+func backedUpChoices(kyma *v1beta2.Kyma, s *backup.Snapshot) client.Patch {
 	patch := client.MergeFromWithOptions(kyma.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	kyma.Spec.Modules = mergeModules(kyma.Spec.Modules, s.Spec.Modules)
 	kyma.Spec.Channel = cmpOr(s.Spec.Channel, kyma.Spec.Channel)
@@ -255,10 +312,7 @@ func restoreKyma(ctx context.Context, c client.Client, kyma *v1beta2.Kyma, s *ba
 			kyma.Labels[l] = v
 		}
 	}
-	if err := c.Patch(ctx, kyma, patch); err != nil {
-		return fmt.Errorf("restoring Kyma %s: %w", kyma.Name, err)
-	}
-	return nil
+	return patch
 }
 
 // mergeModules adds the backup's modules to those listed, in the backup's
@@ -271,29 +325,6 @@ func mergeModules(listed, backedUp []v1beta2.Module) []v1beta2.Module {
 		}
 	}
 	return out
-}
-
-// restoreRuntimeKyma adds the owner's modules to the runtime's own Kyma,
-// once the operator has created it there.
-func restoreRuntimeKyma(ctx context.Context, rt client.Client, key client.ObjectKey, modules []v1beta2.Module) error {
-	return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		k := &v1beta2.Kyma{}
-		if err := rt.Get(ctx, key, k); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				return false, nil
-			}
-			return false, fmt.Errorf("reading the runtime's Kyma %s: %w", key, err)
-		}
-		patch := client.MergeFromWithOptions(k.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		k.Spec.Modules = mergeModules(k.Spec.Modules, modules)
-		if err := rt.Patch(ctx, k, patch); err != nil {
-			if apierrors.IsConflict(err) {
-				return false, nil
-			}
-			return false, fmt.Errorf("restoring the runtime's Kyma %s: %w", key, err)
-		}
-		return true, nil
-	})
 }
 
 // runtimeConfig reaches the runtime through its registration Secret, on
@@ -315,9 +346,13 @@ func runtimeConfig(ctx context.Context, kcp client.Client, namespace, kyma strin
 	return nil, fmt.Errorf("no kubeconfig Secret of Kyma %s (label %s=%s, key config)", kyma, v1beta2.KymaNameLabel, kyma)
 }
 
-// waitForKind waits until the runtime serves the kind, asking discovery
-// afresh each time: the module's CRD comes with its installation.
-func waitForKind(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionKind) error {
+// waitForKind waits, until the restore's deadline, for the runtime to
+// serve the kind, asking discovery afresh each time: the module's CRD
+// comes with its installation.
+func (r *runtimeRestore) waitForKind(ctx context.Context, gvk schema.GroupVersionKind) error {
+	ctx, cancel := r.waitCtx(ctx)
+	defer cancel()
+	cfg := r.cfg
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(context.Context) (bool, error) {
 		httpClient, err := rest.HTTPClientFor(cfg)
 		if err != nil {
@@ -331,7 +366,7 @@ func waitForKind(ctx context.Context, cfg *rest.Config, gvk schema.GroupVersionK
 		return err == nil, nil
 	})
 	if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {
-		return fmt.Errorf("the runtime does not serve %s yet: is the module installed there?", gvk)
+		return fmt.Errorf("the runtime does not serve %s (CRD not installed within --timeout): is its module installed there?", gvk)
 	}
 	return err
 }

@@ -1,18 +1,16 @@
 package dev
 
 import (
-	"context"
 	"fmt"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"os"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 )
 
-// BackupKeySecret is the Secret that holds the dev fleet's backup key.
-const BackupKeySecret = "lmctl-dev-backup-key"
+// BackupIdentityFile is the file in the state directory that holds the dev
+// fleet's backup identity: `lmctl backup restore --identity` reads it. The
+// operator gets only its public key, as in production.
+const BackupIdentityFile = "backup-identity.txt"
 
 // backupSchedule backs up every dev runtime every five minutes into the dev
 // registry, so that `lmctl backup list` has something to show within a
@@ -21,24 +19,22 @@ const backupSchedule = `schedules:
   - name: dev
     schedule: "*/5 * * * *"
     repository: %s/backups
-    keySecret: %s
+    recipients: [%s]
 `
 
-// devBackups creates the dev fleet's backup key and returns its backup
-// schedule: the same controller as in production, into the local registry.
-func devBackups(ctx context.Context, kcp *rest.Config, namespace, registryHost string) (*backup.Schedules, error) {
-	c, err := client.New(kcp, client.Options{})
+// devBackups writes a new backup identity to identityPath and returns the
+// dev fleet's backup schedule, encrypting to its recipient: the same
+// controller as in production, into the local registry.
+func devBackups(registryHost, identityPath string) (*backup.Schedules, error) {
+	identity, recipient, err := backup.NewIdentity()
 	if err != nil {
-		return nil, fmt.Errorf("creating the backup key: %w", err)
+		return nil, fmt.Errorf("creating the backup identity: %w", err)
 	}
-	secret, err := backup.NewKeySecret(namespace, BackupKeySecret)
-	if err != nil {
-		return nil, fmt.Errorf("creating the backup key: %w", err)
+	content := fmt.Sprintf("# lmctl dev's backup identity; its public key: %s\n%s\n", recipient, identity)
+	if err := os.WriteFile(identityPath, []byte(content), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the backup identity: %w", err)
 	}
-	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating the backup key Secret %s/%s: %w", namespace, BackupKeySecret, err)
-	}
-	schedules, err := backup.Parse(fmt.Appendf(nil, backupSchedule, registryHost, BackupKeySecret))
+	schedules, err := backup.Parse(fmt.Appendf(nil, backupSchedule, registryHost, recipient))
 	if err != nil {
 		return nil, fmt.Errorf("the dev backup schedule: %w", err)
 	}

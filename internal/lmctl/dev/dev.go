@@ -91,13 +91,15 @@ type Options struct {
 // Environment is what a running session offers, as printed when it is
 // Ready and as written to Options.ReadyFile for scripts.
 type Environment struct {
-	Dir           string               `json:"dir"`
-	KCPKubeconfig string               `json:"kcpKubeconfig"`
-	Namespace     string               `json:"namespace"`
-	Registry      string               `json:"registry"`
-	OperatorLog   string               `json:"operatorLog"`
-	Runtimes      []EnvironmentRuntime `json:"runtimes"`
-	PID           int                  `json:"pid"`
+	Dir           string `json:"dir"`
+	KCPKubeconfig string `json:"kcpKubeconfig"`
+	Namespace     string `json:"namespace"`
+	Registry      string `json:"registry"`
+	OperatorLog   string `json:"operatorLog"`
+	// BackupIdentity is the identity file that decrypts the dev backups.
+	BackupIdentity string               `json:"backupIdentity"`
+	Runtimes       []EnvironmentRuntime `json:"runtimes"`
+	PID            int                  `json:"pid"`
 }
 
 // EnvironmentRuntime is one runtime of a session.
@@ -184,19 +186,20 @@ func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environme
 		return nil, Environment{}, requeue.Intervals{}, err
 	}
 	env := Environment{
-		Dir:           dir.path,
-		KCPKubeconfig: dir.file("kcp.kubeconfig"),
-		Namespace:     Namespace,
-		Registry:      registry,
-		OperatorLog:   logFile.Name(),
-		PID:           os.Getpid(),
+		Dir:            dir.path,
+		KCPKubeconfig:  dir.file("kcp.kubeconfig"),
+		Namespace:      Namespace,
+		Registry:       registry,
+		OperatorLog:    logFile.Name(),
+		BackupIdentity: dir.file(BackupIdentityFile),
+		PID:            os.Getpid(),
 	}
 	intervals := devIntervals(len(s.opts.RuntimeKubeconfigs) > 0)
 	watchers, err := newRuntimeWatchers(ctx, logFile)
 	if err != nil {
 		return nil, Environment{}, requeue.Intervals{}, err
 	}
-	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry, intervals, watchers, logFile)
+	op, err := startOperator(ctx, cl.kcp.Config(), Namespace, registry, env.BackupIdentity, intervals, watchers, logFile)
 	if err != nil {
 		watchers.stop()
 		return nil, Environment{}, requeue.Intervals{}, err

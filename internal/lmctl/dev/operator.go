@@ -62,7 +62,7 @@ func logToFile(path string) (*os.File, error) {
 // the same wiring as the binary; it logs through logToFile's logger. Its
 // runtime watcher runs in local mode: the listener on the loopback port
 // watchers picked, each local runtime's agent registered by URL.
-func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHost string, intervals requeue.Intervals, watchers *runtimeWatchers, logFile *os.File) (*runningOperator, error) {
+func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHost, backupIdentity string, intervals requeue.Intervals, watchers *runtimeWatchers, logFile *os.File) (*runningOperator, error) {
 	var err error
 	opts := operator.DefaultOptions()
 	opts.Config = kcp
@@ -75,7 +75,7 @@ func startOperator(ctx context.Context, kcp *rest.Config, namespace, registryHos
 	opts.BaseBackoff = 200 * time.Millisecond
 	opts.MaxBackoff = 5 * time.Second
 	opts.Content.InsecureRegistries = []string{registryHost}
-	if opts.Backup.Schedules, err = devBackups(ctx, kcp, namespace, registryHost); err != nil {
+	if opts.Backup.Schedules, err = devBackups(registryHost, backupIdentity); err != nil {
 		return nil, err
 	}
 	opts.Watcher = operator.WatcherOptions{

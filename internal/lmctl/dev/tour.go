@@ -35,6 +35,7 @@ func printTour(out io.Writer, env Environment, modules []string, keep bool, read
 		{lmctl + " modules", "the catalog: channels and versions"},
 		{lmctl + " history " + first.Name, "what the operator did to its modules, newest first"},
 		{lmctl + " backup list " + first.Name, "its backups (every 5 minutes, into the local registry)"},
+		{"# lmctl backup restore decrypts them with --identity " + env.BackupIdentity, ""},
 		{"kubectl -n " + env.Namespace + " get kymas,manifests", ""},
 	}))
 
