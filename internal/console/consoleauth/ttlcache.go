@@ -57,7 +57,8 @@ func (c *ttlCache[V]) get(key string) (V, bool) {
 func (c *ttlCache[V]) put(key string, value V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.entries) >= c.max && len(c.order) > 0 {
+	_, replacing := c.entries[key]
+	for !replacing && len(c.entries) >= c.max && len(c.order) > 0 {
 		oldest := c.order[0]
 		c.order = c.order[1:]
 		if c.entries[oldest.key].seq == oldest.seq {
