@@ -39,14 +39,14 @@ const (
 	DefaultTokenMaxEntries = 10000
 )
 
-// ErrNoCredentials: the request carries no bearer token and anonymous
+// ErrNoCredentials says that the request carries no bearer token and anonymous
 // access is off.
 var ErrNoCredentials = errors.New("no bearer token: send an Authorization: Bearer header or log in at /login")
 
-// ErrNotBearer: the Authorization header holds another scheme than Bearer.
+// ErrNotBearer says that the Authorization header holds another scheme than Bearer.
 var ErrNotBearer = errors.New("the Authorization header is not \"Bearer <token>\": the console accepts bearer tokens only")
 
-// ErrTokenRejected: the API server does not accept the token.
+// ErrTokenRejected says that the API server does not accept the token.
 var ErrTokenRejected = errors.New("the API server does not accept the bearer token: log in again with a valid token")
 
 // TokenReviewer answers console.Authenticator with a TokenReview of the

@@ -65,10 +65,10 @@ type loginView struct {
 // ServeHTTP implements http.Handler.
 func (l *Login) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	switch {
-	case r.Method == http.MethodGet:
+	switch r.Method {
+	case http.MethodGet:
 		l.form(w, r, http.StatusOK, "")
-	case r.Method == http.MethodPost:
+	case http.MethodPost:
 		l.login(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST")

@@ -14,15 +14,15 @@ import (
 type AgentLiveness int
 
 const (
-	// AgentNotWatched: the runtime has no agent to hear from (no runtime
+	// AgentNotWatched means that the runtime has no agent to hear from (no runtime
 	// id, reporting paused, or no watcher at all).
 	AgentNotWatched AgentLiveness = iota
-	// AgentPending: not heard from yet, but within the grace after the
+	// AgentPending means not heard from yet, but within the grace after the
 	// operator started; nothing is known either way.
 	AgentPending
-	// AgentHeard: a report or heartbeat came within the silence timeout.
+	// AgentHeard means that a report or heartbeat came within the silence timeout.
 	AgentHeard
-	// AgentSilent: nothing came for longer than the silence timeout.
+	// AgentSilent means that nothing came for longer than the silence timeout.
 	AgentSilent
 )
 
