@@ -38,28 +38,13 @@ type SubjectAccess struct {
 	cache   *ttlCache[bool]
 }
 
-// SubjectAccessOptions configure a SubjectAccess; zero fields take the
-// defaults.
-type SubjectAccessOptions struct {
-	TTL        time.Duration
-	MaxEntries int
-	// Now tells the time (tests); time.Now when nil.
-	Now func() time.Time
-}
-
 var _ console.Access = (*SubjectAccess)(nil)
 
 // NewSubjectAccess returns a SubjectAccess that creates its reviews with
 // reviews (the console's ServiceAccount needs create on
-// subjectaccessreviews).
-func NewSubjectAccess(reviews authorizationv1client.SubjectAccessReviewInterface, opts SubjectAccessOptions) *SubjectAccess {
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultAccessTTL
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = DefaultAccessMaxEntries
-	}
-	return &SubjectAccess{reviews: reviews, cache: newTTLCache[bool](opts.TTL, opts.MaxEntries, opts.Now)}
+// subjectaccessreviews), its answers cached as cache says.
+func NewSubjectAccess(reviews authorizationv1client.SubjectAccessReviewInterface, cache CacheOptions) *SubjectAccess {
+	return &SubjectAccess{reviews: reviews, cache: newCache[bool](cache, DefaultAccessTTL, DefaultAccessMaxEntries)}
 }
 
 // CanList implements console.Access: may v list resource (of the operator's

@@ -70,12 +70,8 @@ type TokenReviewerOptions struct {
 	// AllowAnonymous maps requests without a token to Anonymous instead of
 	// refusing them. A token that is sent and refused is refused either way.
 	AllowAnonymous bool
-	// TTL and MaxEntries bound the cache of reviews; zero takes the
-	// defaults.
-	TTL        time.Duration
-	MaxEntries int
-	// Now tells the time (tests); time.Now when nil.
-	Now func() time.Time
+	// Cache bounds the cache of reviews.
+	Cache CacheOptions
 }
 
 var _ console.Authenticator = (*TokenReviewer)(nil)
@@ -83,15 +79,9 @@ var _ console.Authenticator = (*TokenReviewer)(nil)
 // NewTokenReviewer returns a TokenReviewer that creates its reviews with
 // reviews.
 func NewTokenReviewer(reviews authenticationv1client.TokenReviewInterface, opts TokenReviewerOptions) *TokenReviewer {
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultTokenTTL
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = DefaultTokenMaxEntries
-	}
 	return &TokenReviewer{
 		reviews: reviews, audiences: opts.Audiences, allowAnonymous: opts.AllowAnonymous,
-		cache: newTTLCache[console.Viewer](opts.TTL, opts.MaxEntries, opts.Now),
+		cache: newCache[console.Viewer](opts.Cache, DefaultTokenTTL, DefaultTokenMaxEntries),
 	}
 }
 

@@ -150,7 +150,7 @@ func TestSubjectAccessFollowsRBAC(t *testing.T) {
 	ctx := context.Background()
 	a, b := newNamespace(t), newNamespace(t)
 	allowListKymas(t, a, "alice")
-	access := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.SubjectAccessOptions{TTL: time.Nanosecond})
+	access := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{TTL: time.Nanosecond})
 	alice := console.Viewer{Name: "alice", Groups: []string{"system:authenticated"}}
 
 	g.Eventually(func() (bool, error) { return access.CanList(ctx, alice, "kymas", a) }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
@@ -196,11 +196,11 @@ func TestAccessCacheExpires(t *testing.T) {
 	carol := console.Viewer{Name: "carol"}
 	// RBAC reaches the authorizer through its informer: wait until it did,
 	// with an access that caches nothing.
-	fresh := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.SubjectAccessOptions{TTL: time.Nanosecond})
+	fresh := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{TTL: time.Nanosecond})
 	g.Eventually(func() (bool, error) { return fresh.CanList(ctx, carol, "kymas", ns) }, 30*time.Second, 100*time.Millisecond).Should(BeTrue())
 
 	clock := &fakeClock{now: time.Now()}
-	access := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.SubjectAccessOptions{TTL: 30 * time.Second, Now: clock.Now})
+	access := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{TTL: 30 * time.Second, Now: clock.Now})
 	g.Expect(access.CanList(ctx, carol, "kymas", ns)).To(BeTrue())
 	before := reviews(g)
 	g.Expect(access.CanList(ctx, carol, "kymas", ns)).To(BeTrue())
@@ -219,15 +219,20 @@ func loginForm(g Gomega, h http.Handler) (*http.Cookie, string) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "https://console.example/login", nil))
 	g.Expect(rec.Code).To(Equal(http.StatusOK))
-	var csrf *http.Cookie
-	for _, c := range rec.Result().Cookies() {
-		if c.Name == consoleauth.CSRFCookie {
-			csrf = c
-		}
-	}
+	csrf := cookieNamed(rec, consoleauth.CSRFCookie)
 	g.Expect(csrf).NotTo(BeNil())
 	g.Expect(rec.Body.String()).To(ContainSubstring(`name="csrf" value="` + csrf.Value + `"`))
 	return csrf, csrf.Value
+}
+
+// cookieNamed is the cookie of that name the response sets, or nil.
+func cookieNamed(rec *httptest.ResponseRecorder, name string) *http.Cookie {
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 func postLogin(h http.Handler, csrf *http.Cookie, field, token, origin string) *httptest.ResponseRecorder {
@@ -266,12 +271,7 @@ func TestLoginForm(t *testing.T) {
 
 	rec = postLogin(login, csrf, field, token, "https://console.example")
 	g.Expect(rec.Code).To(Equal(http.StatusSeeOther))
-	var session *http.Cookie
-	for _, c := range rec.Result().Cookies() {
-		if c.Name == consoleauth.TokenCookie {
-			session = c
-		}
-	}
+	session := cookieNamed(rec, consoleauth.TokenCookie)
 	g.Expect(session).NotTo(BeNil())
 	g.Expect(session.HttpOnly && session.Secure && session.SameSite == http.SameSiteStrictMode).To(BeTrue(), "token cookie %+v", session)
 	v, err := newReviewer(consoleauth.TokenReviewerOptions{}).Authenticate(request("", session.Value))

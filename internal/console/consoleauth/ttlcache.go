@@ -33,6 +33,28 @@ type stored struct {
 	seq uint64
 }
 
+// CacheOptions bound a cache of answers from the API server; zero fields
+// take the cache's defaults.
+type CacheOptions struct {
+	// TTL is how long an answer is reused.
+	TTL time.Duration
+	// MaxEntries bounds the answers kept; the oldest go first.
+	MaxEntries int
+	// Now tells the time (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+// newCache makes the cache o describes, with defaults for its zero fields.
+func newCache[V any](o CacheOptions, defaultTTL time.Duration, defaultMax int) *ttlCache[V] {
+	if o.TTL <= 0 {
+		o.TTL = defaultTTL
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = defaultMax
+	}
+	return newTTLCache[V](o.TTL, o.MaxEntries, o.Now)
+}
+
 func newTTLCache[V any](ttl time.Duration, maxEntries int, now func() time.Time) *ttlCache[V] {
 	if now == nil {
 		now = time.Now

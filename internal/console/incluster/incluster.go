@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 	auth := consoleauth.NewTokenReviewer(clientset.AuthenticationV1().TokenReviews(), consoleauth.TokenReviewerOptions{
 		Audiences: o.Audiences, AllowAnonymous: o.AllowAnonymous,
 	})
-	access := consoleauth.NewSubjectAccess(clientset.AuthorizationV1().SubjectAccessReviews(), consoleauth.SubjectAccessOptions{TTL: o.AccessTTL})
+	access := consoleauth.NewSubjectAccess(clientset.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{TTL: o.AccessTTL})
 	pages, err := newPages(ctx, o, auth, access)
 	if err != nil {
 		return err
