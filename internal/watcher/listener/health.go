@@ -88,12 +88,17 @@ func (h *Health) Heard(runtimeID string, now time.Time) bool {
 	return ok && now.Sub(last) <= h.timeout
 }
 
-// keepOnly forgets runtimes not in ids.
-func (h *Health) keepOnly(ids map[string]bool) {
+// keepOnly forgets runtimes not in ids that were not heard from within the
+// timeout before now. A runtime still heard is kept although not watched
+// (reporting paused, its agent still sending heartbeats): forgotten, its
+// next heartbeat would count as a transition and requeue its Kyma after
+// every round. A runtime whose Kyma is gone is refused before Seen, so it
+// ages out.
+func (h *Health) keepOnly(ids map[string]bool, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id := range h.seen {
-		if !ids[id] {
+	for id, last := range h.seen {
+		if !ids[id] && now.Sub(last) > h.timeout {
 			delete(h.seen, id)
 		}
 	}
@@ -164,6 +169,6 @@ func (f *Fallback) round(ctx context.Context, now time.Time) error {
 		}
 	}
 	metrics.WatcherSilentRuntimes.Set(float64(silent))
-	f.Health.keepOnly(ids)
+	f.Health.keepOnly(ids, now)
 	return nil
 }

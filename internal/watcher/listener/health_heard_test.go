@@ -56,3 +56,24 @@ func TestSeenTellsTransitions(t *testing.T) {
 		t.Fatal("a nil Health reports transitions")
 	}
 }
+
+// TestKeepOnlyKeepsRuntimesStillHeard: a runtime no longer watched (its
+// reporting paused) whose agent still sends heartbeats stays known, so that
+// its heartbeats are no transitions; one silent past the timeout is
+// forgotten.
+func TestKeepOnlyKeepsRuntimesStillHeard(t *testing.T) {
+	h := NewHealth(time.Minute)
+	now := time.Now()
+	h.Seen("paused", now)
+	h.Seen("gone", now.Add(-2*time.Minute))
+	h.keepOnly(map[string]bool{}, now.Add(time.Second))
+	if !h.Seen("paused", now.Add(2*time.Second)) {
+		t.Fatal("a heartbeat of a paused runtime still heard counts as a transition")
+	}
+	h.mu.Lock()
+	_, kept := h.seen["gone"]
+	h.mu.Unlock()
+	if kept {
+		t.Fatal("a runtime neither watched nor heard is kept")
+	}
+}
