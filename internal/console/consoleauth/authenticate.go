@@ -59,7 +59,13 @@ type TokenReviewer struct {
 	reviews        authenticationv1client.TokenReviewInterface
 	audiences      []string
 	allowAnonymous bool
-	cache          *ttlCache[console.Viewer]
+	cache          *ttlCache[tokenReview]
+}
+
+// tokenReview is a cached TokenReview answer.
+type tokenReview struct {
+	viewer        console.Viewer
+	authenticated bool
 }
 
 // TokenReviewerOptions configure a TokenReviewer.
@@ -81,7 +87,7 @@ var _ console.Authenticator = (*TokenReviewer)(nil)
 func NewTokenReviewer(reviews authenticationv1client.TokenReviewInterface, opts TokenReviewerOptions) *TokenReviewer {
 	return &TokenReviewer{
 		reviews: reviews, audiences: opts.Audiences, allowAnonymous: opts.AllowAnonymous,
-		cache: newCache[console.Viewer](opts.Cache, DefaultTokenTTL, DefaultTokenMaxEntries),
+		cache: newCache[tokenReview](opts.Cache, DefaultTokenTTL, DefaultTokenMaxEntries),
 	}
 }
 
@@ -105,8 +111,11 @@ func (a *TokenReviewer) Authenticate(r *http.Request) (console.Viewer, error) {
 func (a *TokenReviewer) Review(ctx context.Context, token string) (console.Viewer, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	if v, ok := a.cache.get(key); ok {
-		return v, nil
+	if r, ok := a.cache.get(key); ok {
+		if !r.authenticated {
+			return console.Viewer{}, ErrTokenRejected
+		}
+		return r.viewer, nil
 	}
 	review, err := a.reviews.Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.audiences},
@@ -117,6 +126,9 @@ func (a *TokenReviewer) Review(ctx context.Context, token string) (console.Viewe
 		return console.Viewer{}, fmt.Errorf("asking the API server to review a bearer token: %w", err)
 	}
 	if !review.Status.Authenticated {
+		// Refusals are cached too: a client repeating a bad token must not
+		// make the console repeat its review.
+		a.cache.put(key, tokenReview{})
 		return console.Viewer{}, ErrTokenRejected
 	}
 	u := review.Status.User
@@ -127,7 +139,7 @@ func (a *TokenReviewer) Review(ctx context.Context, token string) (console.Viewe
 			v.Extra[k] = vals
 		}
 	}
-	a.cache.put(key, v)
+	a.cache.put(key, tokenReview{viewer: v, authenticated: true})
 	return v, nil
 }
 

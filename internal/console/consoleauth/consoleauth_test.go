@@ -113,6 +113,15 @@ func TestTokenReviewAuthenticates(t *testing.T) {
 	_, err = reviewer.Authenticate(request("", ""))
 	g.Expect(err).To(MatchError(consoleauth.ErrNoCredentials))
 
+	// Answers, refusals too, are reused within the TTL: no review is
+	// repeated.
+	before := apiRequests(g, "tokenreviews")
+	_, err = reviewer.Authenticate(request("Bearer not-a-token", ""))
+	g.Expect(err).To(MatchError(consoleauth.ErrTokenRejected))
+	_, err = reviewer.Authenticate(request("Bearer "+token, ""))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(apiRequests(g, "tokenreviews")).To(Equal(before), "a cached answer cost a review")
+
 	anonymous := newReviewer(consoleauth.TokenReviewerOptions{AllowAnonymous: true})
 	v, err := anonymous.Authenticate(request("", ""))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -177,10 +186,11 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// reviews counts the SubjectAccessReviews the API server received.
-func reviews(g Gomega) float64 {
+// apiRequests counts the reviews of a kind (tokenreviews,
+// subjectaccessreviews) the API server received.
+func apiRequests(g Gomega, resource string) float64 {
 	n, err := cp.Requests(context.Background(), func(l map[string]string) bool {
-		return l["resource"] == "subjectaccessreviews" && l["verb"] == "POST"
+		return l["resource"] == resource && l["verb"] == "POST"
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	return n
@@ -202,9 +212,9 @@ func TestAccessCacheExpires(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
 	access := consoleauth.NewSubjectAccess(cs.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{TTL: 30 * time.Second, Now: clock.Now})
 	g.Expect(access.CanList(ctx, carol, "kymas", ns)).To(BeTrue())
-	before := reviews(g)
+	before := apiRequests(g, "subjectaccessreviews")
 	g.Expect(access.CanList(ctx, carol, "kymas", ns)).To(BeTrue())
-	g.Expect(reviews(g)).To(Equal(before), "a cached answer cost a review")
+	g.Expect(apiRequests(g, "subjectaccessreviews")).To(Equal(before), "a cached answer cost a review")
 
 	g.Expect(cs.RbacV1().RoleBindings(ns).Delete(ctx, "kyma-viewer", metav1.DeleteOptions{})).To(Succeed())
 	g.Eventually(func() (bool, error) { return fresh.CanList(ctx, carol, "kymas", ns) }, 30*time.Second, 100*time.Millisecond).Should(BeFalse())
