@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
+	"github.com/runtime-fleet/lifecycle-manager/internal/console/incluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
@@ -21,6 +24,12 @@ func main() {
 	// Helm charts render in child processes of this binary; in one of
 	// them, this renders and exits.
 	render.ServeIfRenderProcess()
+	// The in-cluster console is a mode of this binary, so that it ships in
+	// the same image (docs/architecture.md, "The console"); it runs in a
+	// Deployment of its own, under a ServiceAccount of its own.
+	if len(os.Args) > 1 && os.Args[1] == "console" {
+		os.Exit(runConsole(os.Args[2:]))
+	}
 	opts := operator.DefaultOptions()
 	var maintenanceWindows, hibernationSchedules, backupSchedules string
 	zapOpts := zap.Options{}
@@ -114,4 +123,45 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// runConsole runs `lifecycle-manager console [flags]` and returns the exit
+// code.
+func runConsole(args []string) int {
+	fs := flag.NewFlagSet("lifecycle-manager console", flag.ContinueOnError)
+	var opts incluster.Options
+	opts.BindFlags(fs)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	kubeconfig := fs.String("kubeconfig", "", "Kubeconfig to reach the API server with (default: in-cluster, then $KUBECONFIG).")
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *showVersion {
+		version.Print(os.Stdout, "lifecycle-manager")
+		return 0
+	}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	var cfg *rest.Config
+	var err error
+	if *kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reading kubeconfig:", err)
+		return 1
+	}
+	opts.Config = cfg
+	if err := incluster.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }

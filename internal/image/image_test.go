@@ -96,12 +96,19 @@ func TestReleaseImagesPushAndRunFromTheRegistry(t *testing.T) {
 				t.Error("the image has no CA certificates")
 			}
 
-			out := runVersion(t, files["usr/bin/"+b.Name].data)
+			out := runVersion(t, files["usr/bin/"+b.Name].data, "--version")
 			if !strings.HasPrefix(out, b.Name+" "+version+"\n") {
 				t.Errorf("--version printed %q, want %s %s first", out, b.Name, version)
 			}
 			if b.Name == "lifecycle-manager" && !strings.Contains(out, "agent image: "+agent.String()+"\n") {
 				t.Errorf("--version printed %q; want the agent image %s", out, agent)
+			}
+			// The in-cluster console is a mode of the operator's binary: the
+			// chart's lifecycle-manager-console runs this image with it.
+			if b.Name == "lifecycle-manager" {
+				if out := runVersion(t, files["usr/bin/"+b.Name].data, "console", "--version"); !strings.HasPrefix(out, b.Name+" "+version+"\n") {
+					t.Errorf("console --version printed %q, want %s %s first", out, b.Name, version)
+				}
 			}
 
 			checkSBOM(ctx, t, sbomTag, version)
@@ -138,8 +145,9 @@ func filesOf(t *testing.T, img v1.Image) map[string]tarFile {
 	}
 }
 
-// runVersion runs the image's binary with --version, as the container would.
-func runVersion(t *testing.T, binary []byte) string {
+// runVersion runs the image's binary with args (--version, or a mode and
+// --version), as the container would.
+func runVersion(t *testing.T, binary []byte, args ...string) string {
 	t.Helper()
 	if len(binary) == 0 {
 		t.Fatal("the image has no binary at its entrypoint")
@@ -148,9 +156,9 @@ func runVersion(t *testing.T, binary []byte) string {
 	if err := os.WriteFile(path, binary, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(path, "--version").CombinedOutput()
+	out, err := exec.Command(path, args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s --version: %v\n%s", path, err, out)
+		t.Fatalf("%s %v: %v\n%s", path, args, err, out)
 	}
 	return string(out)
 }

@@ -371,6 +371,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Clock:       opts.Clock,
 
 		Reporting:           watcherSources.KymaReporting,
+		Liveness:            watcherSources.Liveness,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 	}).SetupWithManager(ctx, mgr, kyma.SetupOptions{
 		Namespace:               opts.Namespace,

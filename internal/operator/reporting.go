@@ -34,7 +34,25 @@ type watcherReporting struct {
 var (
 	_ manifest.Reporting = watcherReporting{}
 	_ kyma.Reporting     = watcherReporting{}
+	_ kyma.Liveness      = watcherReporting{}
 )
+
+// AgentLiveness answers from the listener's Health: no runtime id or
+// reporting paused is no agent; heard within the silence timeout is
+// heard; silent past it (after the grace that follows a start) is silent.
+func (w watcherReporting) AgentLiveness(k *v1beta2.Kyma, now time.Time) kyma.AgentLiveness {
+	id := k.Labels[v1beta2.RuntimeIDLabel]
+	switch {
+	case id == "" || !w.watched(k):
+		return kyma.AgentNotWatched
+	case w.health.Heard(id, now):
+		return kyma.AgentHeard
+	case w.health.Silent(id, now):
+		return kyma.AgentSilent
+	default:
+		return kyma.AgentPending
+	}
+}
 
 // Reports is true when the Kyma's agent was heard from within the silence
 // timeout, its reporting is not paused, and the built-in module rules or

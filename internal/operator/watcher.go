@@ -272,6 +272,9 @@ type watcherSources struct {
 	// every ReportedReadyFactor Ready intervals.
 	KymaReporting       kyma.Reporting
 	ReportedReadyFactor int
+	// Liveness tells the Kyma controller what was last heard from each
+	// runtime's agent, for the WatcherReporting condition.
+	Liveness kyma.Liveness
 }
 
 // setupWatcher wires the runtime watcher into mgr: the CA, the listener and
@@ -318,6 +321,7 @@ func setupWatcher(ctx context.Context, mgr ctrl.Manager, opts Options, runtimes 
 		Manifests:           requeue.manifests,
 		Reporting:           reporting,
 		KymaReporting:       reporting,
+		Liveness:            reporting,
 		ReportedReadyFactor: w.ReportedReadyFactor,
 	}, nil
 }

@@ -236,9 +236,14 @@ func applyStrictly(t *testing.T, objs []*unstructured.Unstructured) {
 
 func deploymentOf(t *testing.T, objs []*unstructured.Unstructured, ns string) *appsv1.Deployment {
 	t.Helper()
-	obj := byKey(objs)[fmt.Sprintf("Deployment %s/lifecycle-manager", ns)]
+	return deploymentNamed(t, objs, ns, "lifecycle-manager")
+}
+
+func deploymentNamed(t *testing.T, objs []*unstructured.Unstructured, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	obj := byKey(objs)[fmt.Sprintf("Deployment %s/%s", ns, name)]
 	if obj == nil {
-		t.Fatalf("no Deployment %s/lifecycle-manager", ns)
+		t.Fatalf("no Deployment %s/%s", ns, name)
 	}
 	d := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {

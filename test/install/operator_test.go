@@ -105,6 +105,22 @@ func apply(ctx context.Context, t *testing.T, objs []*unstructured.Unstructured)
 // control plane with a token of the ServiceAccount, as a pod's would.
 func serviceAccountKubeconfig(ctx context.Context, t *testing.T, namespace, name string) string {
 	t.Helper()
+	cfg := kcp.Config()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["kcp"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: serviceAccountToken(ctx, t, namespace, name)}
+	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "kcp", AuthInfo: "operator"}
+	kc.CurrentContext = "operator"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// serviceAccountToken is a token of the ServiceAccount, as a pod's would be.
+func serviceAccountToken(ctx context.Context, t *testing.T, namespace, name string) string {
+	t.Helper()
 	clientset, err := kubernetes.NewForConfig(kcp.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -115,17 +131,7 @@ func serviceAccountKubeconfig(ctx context.Context, t *testing.T, namespace, name
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := kcp.Config()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kcp"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	kc.Contexts["operator"] = &clientcmdapi.Context{Cluster: "kcp", AuthInfo: "operator"}
-	kc.CurrentContext = "operator"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return token.Status.Token
 }
 
 // podArgs maps the Deployment's flags to this machine as a pod's network

@@ -9,6 +9,12 @@ app.kubernetes.io/name: lifecycle-manager
 app.kubernetes.io/component: operator
 {{- end }}
 
+{{/* The console's pods. */}}
+{{- define "lifecycle-manager.consoleSelector" -}}
+app.kubernetes.io/name: lifecycle-manager
+app.kubernetes.io/component: console
+{{- end }}
+
 {{- define "lifecycle-manager.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}

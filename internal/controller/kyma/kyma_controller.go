@@ -76,6 +76,11 @@ type Reconciler struct {
 	// one. A factor of 1 or less keeps the Ready interval.
 	Reporting           Reporting
 	ReportedReadyFactor int
+	// Liveness, when set, tells what was last heard from the runtime's
+	// watcher agent; each reconcile records it in the WatcherReporting
+	// condition, which changes (and costs a write) only on a transition.
+	// The listener and its fallback requeue the Kyma at each transition.
+	Liveness Liveness
 
 	events      *reconciler.Events
 	catalog     *catalogSnapshot
@@ -182,6 +187,9 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	}
 	setModuleStatuses(kyma, modules, current, r.ready, r.now())
 	kyma.Status.RuntimeModules = runtimeModules
+	if r.Liveness != nil {
+		setWatcherReporting(&kyma.Status.Conditions, r.Liveness.AgentLiveness(kyma, r.now()))
+	}
 	o = outcomeOf(kyma, observed{Modules: kyma.Status.Modules, RuntimeErr: runtimeErr, WriteErr: writeErr, Recreating: recreate}, r.Intervals)
 	o = r.readyAfter(ctx, kyma, o)
 	o = wakeForWindows(o, modules, r.now())

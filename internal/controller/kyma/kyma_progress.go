@@ -80,6 +80,10 @@ func progressOnly(stored, computed *v1beta2.KymaStatus, o reconciler.Outcome) bo
 	if was == nil || is == nil || was.Reason != ReasonModulesNotReady || was.ObservedGeneration != is.ObservedGeneration {
 		return false
 	}
+	if !equality.Semantic.DeepEqual(meta.FindStatusCondition(stored.Conditions, v1beta2.ConditionWatcherReporting),
+		meta.FindStatusCondition(computed.Conditions, v1beta2.ConditionWatcherReporting)) {
+		return false // a liveness transition is news
+	}
 	if !equality.Semantic.DeepEqual(stored.RuntimeModules, computed.RuntimeModules) {
 		return false
 	}

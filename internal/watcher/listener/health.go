@@ -33,14 +33,35 @@ func NewHealth(timeout time.Duration) *Health {
 	return &Health{timeout: timeout, start: time.Now(), seen: map[string]time.Time{}}
 }
 
-// Seen records contact with a runtime at t. It is safe on a nil Health.
-func (h *Health) Seen(runtimeID string, t time.Time) {
+// Seen records contact with a runtime at t and reports whether the runtime
+// counted as heard just before (Heard at t). A false answer is a transition
+// (first contact, or contact after a silence), the only moment the Kyma's
+// WatcherReporting condition needs a write; of concurrent contacts only one
+// sees it. It is safe on a nil Health, which knows of no transitions.
+func (h *Health) Seen(runtimeID string, t time.Time) (wasHeard bool) {
+	if h == nil {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	last, ok := h.seen[runtimeID]
+	wasHeard = ok && t.Sub(last) <= h.timeout
+	if t.After(last) {
+		h.seen[runtimeID] = t
+	}
+	return wasHeard
+}
+
+// forget drops the contact with a runtime recorded at t, unless a later one
+// came since: a transition that could not be handed on (a full queue) is
+// then a transition again at the next contact.
+func (h *Health) forget(runtimeID string, t time.Time) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
-	if t.After(h.seen[runtimeID]) {
-		h.seen[runtimeID] = t
+	if h.seen[runtimeID].Equal(t) {
+		delete(h.seen, runtimeID)
 	}
 	h.mu.Unlock()
 }
@@ -67,12 +88,17 @@ func (h *Health) Heard(runtimeID string, now time.Time) bool {
 	return ok && now.Sub(last) <= h.timeout
 }
 
-// keepOnly forgets runtimes not in ids.
-func (h *Health) keepOnly(ids map[string]bool) {
+// keepOnly forgets runtimes not in ids that were not heard from within the
+// timeout before now. A runtime still heard is kept although not watched
+// (reporting paused, its agent still sending heartbeats): forgotten, its
+// next heartbeat would count as a transition and requeue its Kyma after
+// every round. A runtime whose Kyma is gone is refused before Seen, so it
+// ages out.
+func (h *Health) keepOnly(ids map[string]bool, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for id := range h.seen {
-		if !ids[id] {
+	for id, last := range h.seen {
+		if !ids[id] && now.Sub(last) > h.timeout {
 			delete(h.seen, id)
 		}
 	}
@@ -143,6 +169,6 @@ func (f *Fallback) round(ctx context.Context, now time.Time) error {
 		}
 	}
 	metrics.WatcherSilentRuntimes.Set(float64(silent))
-	f.Health.keepOnly(ids)
+	f.Health.keepOnly(ids, now)
 	return nil
 }

@@ -232,9 +232,45 @@ func (l *Listener) serveHeartbeat(w http.ResponseWriter, r *http.Request, runtim
 		metrics.ListenerRejected.WithLabelValues(ReasonUnknownRuntime).Inc()
 		return reply(w, http.StatusForbidden, ReasonUnknownRuntime)
 	}
-	l.opts.Health.Seen(runtimeID, time.Now())
+	// A heartbeat requeues nothing, except when it ends a silence (or is
+	// the first contact): then the Kymas are requeued once, so that their
+	// WatcherReporting condition turns True. Every other heartbeat writes
+	// nothing anywhere.
+	now := time.Now()
+	if l.opts.Health.Seen(runtimeID, now) {
+		w.WriteHeader(http.StatusNoContent)
+		return http.StatusNoContent
+	}
+	targets := make([]target, 0, len(kymas))
+	for _, kyma := range kymas {
+		targets = append(targets, target{key: kyma})
+	}
+	if code, ok := l.requeue(w, r, runtimeID, now, targets); !ok {
+		return code
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent
+}
+
+// requeue hands targets to their controllers' queues within EnqueueTimeout.
+// When it cannot, it answers 503 (the agent retries), forgets the contact
+// recorded at seenAt, so that a transition it carried is not lost, and
+// returns false with the status written.
+func (l *Listener) requeue(w http.ResponseWriter, r *http.Request, runtimeID string, seenAt time.Time, targets []target) (int, bool) {
+	timer := time.NewTimer(l.opts.EnqueueTimeout)
+	defer timer.Stop()
+	for _, t := range targets {
+		if l.send(t, timer.C, r.Context().Done()) {
+			continue
+		}
+		l.opts.Health.forget(runtimeID, seenAt)
+		if r.Context().Err() != nil {
+			return reply(w, http.StatusServiceUnavailable, "cancelled"), false
+		}
+		metrics.ListenerRejected.WithLabelValues(ReasonBusy).Inc()
+		return reply(w, http.StatusServiceUnavailable, "the queue is busy; retry"), false
+	}
+	return 0, true
 }
 
 func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID string) int {
@@ -282,24 +318,19 @@ func (l *Listener) serveReport(w http.ResponseWriter, r *http.Request, runtimeID
 		// spend a Kyma reconcile per report, and one still running when the
 		// Manifest turns Ready delays the Kyma's own reaction to it.
 		requeue = append(requeue, target{manifest: true, key: manifest})
-	} else {
+	}
+	now := time.Now()
+	// The Kymas are requeued for a report that is not about a module
+	// resource, and for any report that ends a silence (their
+	// WatcherReporting condition turns True).
+	wasHeard := l.opts.Health.Seen(runtimeID, now)
+	if len(requeue) == 0 || !wasHeard {
 		for _, kyma := range targets {
 			requeue = append(requeue, target{key: kyma})
 		}
 	}
-	l.opts.Health.Seen(runtimeID, time.Now())
-
-	timer := time.NewTimer(l.opts.EnqueueTimeout)
-	defer timer.Stop()
-	for _, t := range requeue {
-		if l.send(t, timer.C, r.Context().Done()) {
-			continue
-		}
-		if r.Context().Err() != nil {
-			return reply(w, http.StatusServiceUnavailable, "cancelled")
-		}
-		metrics.ListenerRejected.WithLabelValues(ReasonBusy).Inc()
-		return reply(w, http.StatusServiceUnavailable, "the queue is busy; retry")
+	if code, ok := l.requeue(w, r, runtimeID, now, requeue); !ok {
+		return code
 	}
 	metrics.ListenerReportsAccepted.Inc()
 	l.scheduleRechecks(requeue)
