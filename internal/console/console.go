@@ -98,7 +98,7 @@ func trimManifest(obj any) (any, error) {
 		return obj, nil
 	}
 	return &v1beta2.Manifest{
-		TypeMeta: m.TypeMeta,
+		TypeMeta:   m.TypeMeta,
 		ObjectMeta: metav1ObjectMeta(m),
 		Status:     v1beta2.ManifestStatus{Operations: m.Status.Operations},
 	}, nil

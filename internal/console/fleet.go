@@ -40,10 +40,10 @@ type Row struct {
 	// its liveness is in doubt (Stale says why and since when).
 	State v1beta2.State
 	// Stale explains an Unknown state, with its age.
-	Stale    string
-	Message  string
-	Channel  string
-	Paused   string
+	Stale      string
+	Message    string
+	Channel    string
+	Paused     string
 	Hibernated bool
 	// Window: a module waits for the runtime's maintenance window.
 	Window       bool
