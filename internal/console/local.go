@@ -67,7 +67,8 @@ func (a *LocalAuthenticator) hostAllowed(host string) bool {
 // setCookie turns the URL's token into the cookie, so that the token
 // leaves the address bar and the history at the first redirect.
 func (a *LocalAuthenticator) setCookie(w http.ResponseWriter, r *http.Request) bool {
-	if r.URL.Query().Get("token") == "" {
+	token := r.URL.Query().Get("token")
+	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(a.Token)) != 1 {
 		return false
 	}
 	http.SetCookie(w, &http.Cookie{Name: localCookie, Value: a.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
