@@ -44,7 +44,7 @@ func NewCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand(), newModuleCommand())
+	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand(), newModuleCommand(), newConsoleCommand())
 	return root
 }
 
