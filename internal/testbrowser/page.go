@@ -131,6 +131,22 @@ func (p *Page) Navigate(url string) {
 	p.step("navigating to "+url, chromedp.Navigate(url))
 }
 
+// Open loads url like Navigate and returns the HTTP status of its
+// document, for pages whose status matters (a 403, a 401).
+func (p *Page) Open(url string) int64 {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, StepTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+	if err != nil {
+		p.t.Fatalf("opening %s: %v", url, err)
+	}
+	if resp == nil {
+		p.t.Fatalf("opening %s: no response", url)
+	}
+	return resp.Status
+}
+
 // WaitVisible waits until an element matching the CSS selector is visible.
 func (p *Page) WaitVisible(selector string) {
 	p.t.Helper()
