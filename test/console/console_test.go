@@ -50,7 +50,7 @@ func kymaState(g Gomega, name string) (state v1beta2.State, readyReason string) 
 	kyma := &v1beta2.Kyma{}
 	g.Expect(env.kcp.Get(context.Background(), client.ObjectKey{Namespace: kcpNamespace, Name: name}, kyma)).To(Succeed())
 	for _, c := range kyma.Status.Conditions {
-		if c.Type == string(v1beta2.ConditionTypeReady) {
+		if c.Type == v1beta2.ConditionReady {
 			readyReason = c.Reason
 		}
 	}

@@ -104,7 +104,7 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 		Config:        e.KCP.Config(),
 		Namespace:     kcpNamespace,
 		Authenticator: consoleauth.NewTokenReviewer(clientset.AuthenticationV1().TokenReviews(), consoleauth.TokenReviewerOptions{}),
-		Access:        consoleauth.NewSubjectAccess(clientset.AuthorizationV1().SubjectAccessReviews(), consoleauth.SubjectAccessOptions{}),
+		Access:        consoleauth.NewSubjectAccess(clientset.AuthorizationV1().SubjectAccessReviews(), consoleauth.CacheOptions{}),
 	})
 	if err != nil {
 		return operator.Options{}, fmt.Errorf("creating the console: %w", err)
