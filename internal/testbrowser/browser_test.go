@@ -73,7 +73,7 @@ func TestPageReadsWaitsTypesAndShoots(t *testing.T) {
 	srv, release := server(t)
 	p := browser.NewPage(t, map[string]string{"X-Viewer": "alice"})
 
-	p.Navigate(srv.URL)
+	g.Expect(p.Open(srv.URL)).To(BeEquivalentTo(http.StatusOK))
 	g.Expect(p.Text("#who")).To(Equal("alice"), "the extra header reaches the server")
 	g.Expect(p.TryAttribute("#live", "data-live")).To(Equal("disconnected"))
 	g.Expect(p.TryAttribute("#missing", "data-live")).To(BeEmpty())
@@ -84,9 +84,9 @@ func TestPageReadsWaitsTypesAndShoots(t *testing.T) {
 	g.Expect(p.EventSourceMessages()).To(ContainElement("message: connected"))
 
 	var bodies []string
-	for _, r := range p.Responses() {
+	for _, r := range p.Bodies() {
 		if strings.HasSuffix(r.URL, "/") {
-			bodies = append(bodies, p.Body(r))
+			bodies = append(bodies, r.Body)
 		}
 	}
 	g.Expect(bodies).To(ContainElement(ContainSubstring(`<p id="who">alice</p>`)))

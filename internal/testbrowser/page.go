@@ -34,15 +34,19 @@ type Page struct {
 	mu       sync.Mutex
 	console  []string
 	finished []Response
+	// read are the first len(read) of finished, with their bodies.
+	read     []Response
 	messages []string
 }
 
-// Response is a response the page received: its URL, status, and the
-// request ID its body can be read with (Body).
+// Response is a response the page received, with its body (Bodies).
 type Response struct {
 	URL    string
 	Status int64
-	id     network.RequestID
+	Body   string
+	// Kept says whether Chromium kept the body; Body is empty when not.
+	Kept bool
+	id   network.RequestID
 }
 
 // NewPage opens a tab. headers are sent with every request of the tab,
@@ -246,24 +250,31 @@ func (p *Page) Screenshot(path string) {
 	}
 }
 
-// Responses are the responses the page has finished loading so far,
-// documents, scripts, styles and fetches alike, oldest first.
-func (p *Page) Responses() []Response {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]Response(nil), p.finished...)
-}
-
-// Body is the body of a finished response, as the page received it.
-func (p *Page) Body(r Response) string {
+// Bodies are the bodies of every response the page has finished loading
+// so far (documents, scripts, styles, fetches), oldest first. Chromium
+// forgets a document's resources when the tab navigates away: call it
+// before leaving a page whose responses matter. It reads each body once
+// and keeps it, so later calls return the earlier pages' bodies too.
+func (p *Page) Bodies() []Response {
 	p.t.Helper()
-	var body string
-	p.step("reading the body of "+r.URL, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		res, err := cdp.Call(ctx, t, network.GetResponseBody, network.GetResponseBodyParams{RequestID: r.id})
-		body = string(res.Body)
-		return err
-	}))
-	return body
+	p.mu.Lock()
+	unread := p.finished[len(p.read):]
+	p.mu.Unlock()
+	for _, r := range unread {
+		// Chromium keeps no body of some requests of its own (the
+		// favicon's): those come back with Kept false, for the caller to
+		// fetch again if it must see them.
+		err := p.try(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			res, err := cdp.Call(ctx, t, network.GetResponseBody, network.GetResponseBodyParams{RequestID: r.id})
+			r.Body, r.Kept = string(res.Body), err == nil
+			return err
+		}))
+		if err != nil && !strings.Contains(err.Error(), "No resource with given identifier") {
+			p.t.Fatalf("reading the body of %s: %v", r.URL, err)
+		}
+		p.read = append(p.read, r)
+	}
+	return append([]Response(nil), p.read...)
 }
 
 // EventSourceMessages are the server-sent events the page's EventSources

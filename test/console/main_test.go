@@ -153,8 +153,9 @@ func publishModules(ctx context.Context, registry string) error {
 }
 
 // registerFleet creates the Kymas, their kubeconfig Secrets, and a Secret
-// that only holds the marker, labelled as belonging to kyma-a so that a
-// console that looked up a runtime's Secrets would find it.
+// that only holds the marker, named and labelled like kyma-a's things (not
+// with the kyma-name label, which the operator requires on one Secret per
+// Kyma, its kubeconfig) so that a console that showed Secrets would show it.
 func registerFleet(ctx context.Context) error {
 	// No API server listens on port 1; the token is the marker, so that a
 	// served kubeconfig would give it away.
@@ -192,7 +193,7 @@ current-context: lost
 		}
 	}
 	marker := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "kyma-a-credentials", Namespace: kcpNamespace, Labels: map[string]string{v1beta2.KymaNameLabel: kymaA}},
+		ObjectMeta: metav1.ObjectMeta{Name: kymaA + "-credentials", Namespace: kcpNamespace, Labels: map[string]string{"team": "console-test"}},
 		StringData: map[string]string{"password": secretMarker},
 	}
 	if err := env.kcp.Create(ctx, marker); err != nil {
