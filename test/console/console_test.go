@@ -309,7 +309,7 @@ func readEvents(t *testing.T, token string) *eventStream {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.url+"/events", nil)
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by t.Cleanup, once the test has read the stream
 	Expect(err).NotTo(HaveOccurred())
 	Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	Expect(resp.Header.Get("Content-Type")).To(HavePrefix("text/event-stream"))
