@@ -98,10 +98,25 @@ $(PROMETHEUS): hack/prometheus/go.mod
 	@echo "Building Prometheus into $@ (hack/prometheus; 2-6 minutes on two cores the first time) ..."
 	cd hack/prometheus && $(GO) build -tags remove_all_sd -o $@ github.com/prometheus/prometheus/cmd/prometheus
 
+# The browser tests (test/console) drive Debian's headless Chromium; Go cannot build it, so it
+# comes from the system's packages: installed here when missing and we are root (CI, a fresh
+# machine), else the target says what to install instead of letting the tests fail obscurely.
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium and chromium-driver for the browser tests (test/console) when $(CHROMIUM) is missing.
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "The browser tests (test/console) need $(CHROMIUM): install Debian's packages chromium and chromium-driver (sudo apt-get install -y chromium chromium-driver), or run make as root to let it install them." >&2; \
+		exit 1; fi; \
+	echo "Installing chromium and chromium-driver for the browser tests (test/console) ..."; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	test -x "$(CHROMIUM)" || { echo "apt-get installed chromium, but $(CHROMIUM) is still missing" >&2; exit 1; }
+
 # Both modules' tests run through gotestsum (hack/gotest.sh): a line per package as it finishes,
 # every failure in full, then package times slowest first and a closing "test: N passed, N failed".
 .PHONY: test
-test: testbin $(PROMETHEUS) $(GOTESTSUM) ## Run all tests against real API servers (builds bin/ first); package times, slowest first, at the end.
+test: testbin $(PROMETHEUS) $(GOTESTSUM) chromium ## Run all tests against real API servers and headless Chromium (builds bin/ first); package times, slowest first, at the end.
 	@GOTEST_MODULES=". api" $(ROOT)/hack/gotest.sh $(GOTESTSUM) test $(GOTESTFLAGS) -count=1 -timeout 30m ./...
 
 # The slow packages, each run STRESS_COUNT times, e.g. make test-stress STRESS_PKGS=./test/ha STRESS_COUNT=5;
@@ -110,7 +125,7 @@ STRESS_PKGS  ?= ./test/e2e ./test/ha ./test/watcher ./test/rollout ./test/backup
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress
-test-stress: testbin $(PROMETHEUS) $(GOTESTSUM) ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
+test-stress: testbin $(PROMETHEUS) $(GOTESTSUM) chromium ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
 	@$(ROOT)/hack/stress.sh $(GOTESTSUM) $(STRESS_COUNT) $(GOTESTFLAGS) $(STRESS_PKGS)
 
 .PHONY: test-faults
