@@ -128,6 +128,10 @@ STRESS_COUNT ?= 3
 test-stress: testbin $(PROMETHEUS) $(GOTESTSUM) chromium ## Run STRESS_PKGS (the slow packages) STRESS_COUNT (3) times with every core kept busy; lists every failed run at the end.
 	@$(ROOT)/hack/stress.sh $(GOTESTSUM) $(STRESS_COUNT) $(GOTESTFLAGS) $(STRESS_PKGS)
 
+.PHONY: screenshots
+screenshots: testbin chromium ## Take the console's screenshots into docs/console (the browser tests of test/console, once), for docs/console.md.
+	LM_SCREENSHOTS=$(ROOT)/docs/console $(GO) test -count=1 -run 'TestPagesRenderTheFleet|TestStateChangeReachesAnOpenPage|TestViewerWithoutRightsSeesNothing' ./test/console/
+
 .PHONY: test-faults
 test-faults: testbin ## Run the fault suite (test/faults, minutes): restarts, SIGKILLs and outages against the operator as its own process.
 	LM_FAULTS=1 $(GO) test $(GOTESTFLAGS) -count=1 -timeout 20m ./test/faults/

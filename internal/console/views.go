@@ -24,7 +24,13 @@ type moduleData struct {
 type versionCount struct {
 	Version string
 	N       int
+	// Names are the first runtimes at the version, by name; the fleet
+	// page filtered by the version lists them all.
+	Names []string
 }
+
+// namedPerVersion bounds the runtimes the module page names per version.
+const namedPerVersion = 20
 
 func (c *Console) modulePage(r *http.Request, _ Viewer) (string, any, error) {
 	name := r.PathValue("name")
@@ -52,19 +58,28 @@ func (c *Console) modulePage(r *http.Request, _ Viewer) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	counts := map[string]int{}
+	counts := map[string]*versionCount{}
 	for _, k := range kymas {
 		for _, m := range k.Status.Modules {
-			if m.Name == name {
-				counts[m.Version]++
+			if m.Name != name {
+				continue
 			}
+			vc := counts[m.Version]
+			if vc == nil {
+				vc = &versionCount{Version: m.Version}
+				counts[m.Version] = vc
+			}
+			vc.N++
+			vc.Names = append(vc.Names, k.Name)
 		}
 	}
 	if len(d.Channels) == 0 && len(d.Versions) == 0 && len(counts) == 0 {
 		return "", nil, errNotFound(fmt.Sprintf("No module %q in the catalog or in any runtime of namespace %s.", name, c.opts.Namespace))
 	}
-	for v, n := range counts {
-		d.Installed = append(d.Installed, versionCount{Version: v, N: n})
+	for _, vc := range counts {
+		slices.Sort(vc.Names)
+		vc.Names = vc.Names[:min(len(vc.Names), namedPerVersion)]
+		d.Installed = append(d.Installed, *vc)
 	}
 	slices.SortFunc(d.Installed, func(a, b versionCount) int { return cmp.Compare(a.Version, b.Version) })
 	return "Module " + name, d, nil

@@ -59,7 +59,17 @@ const secretMarker = "s3cr3t-marker-7f3a9c"
 
 // screenshots is where the tests save what the pages look like, for
 // docs/console.md.
-var screenshots = filepath.Join("..", "..", "docs", "console")
+var screenshots = screenshotDir()
+
+// screenshotDir is $LM_SCREENSHOTS (make screenshots: docs/console, which
+// docs/console.md shows), else a directory of the machine's: a test run
+// does not rewrite the committed images.
+func screenshotDir() string {
+	if dir := os.Getenv("LM_SCREENSHOTS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(os.TempDir(), "lifecycle-manager-console-screenshots")
+}
 
 var env struct {
 	kcp     client.Client
