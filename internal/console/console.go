@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,10 @@ type Console struct {
 	opts  Options
 	cache cache.Cache
 	hub   *hub
+	model *model
+	// modelSynced says whether the model has had the Kymas of the
+	// informer's first list; set by Start.
+	modelSynced atomic.Pointer[func() bool]
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 }
@@ -83,7 +88,7 @@ func New(o Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	con := &Console{opts: o, cache: c, hub: newHub()}
+	con := &Console{opts: o, cache: c, hub: newHub(), model: newModel()}
 	if con.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -113,21 +118,28 @@ func (c *Console) Start(ctx context.Context) error {
 			return err
 		}
 		notify := c.notifier(k.obj)
-		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { notify(obj) },
-			UpdateFunc: func(_, obj any) { notify(obj) },
-			DeleteFunc: func(obj any) { notify(obj) },
-		}); err != nil {
+		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { notify(obj, false) },
+			UpdateFunc: func(_, obj any) { notify(obj, false) },
+			DeleteFunc: func(obj any) { notify(obj, true) },
+		})
+		if err != nil {
 			return err
+		}
+		if _, ok := k.obj.(*v1beta2.Kyma); ok {
+			synced := registration.HasSynced
+			c.modelSynced.Store(&synced)
 		}
 	}
 	return c.cache.Start(ctx)
 }
 
-// notifier names the runtime an object of kind belongs to: the Kyma
-// itself, or a Manifest's Kyma; other kinds change the fleet's pages only.
-func (c *Console) notifier(kind client.Object) func(any) {
-	return func(obj any) {
+// notifier keeps the model of a Kyma's change, then names the runtime an
+// object of kind belongs to: the Kyma itself, or a Manifest's Kyma; other
+// kinds change the fleet's pages only. The model changes first, so that a
+// page told of a change fetches the new row.
+func (c *Console) notifier(kind client.Object) func(obj any, deleted bool) {
+	return func(obj any, deleted bool) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
@@ -137,6 +149,11 @@ func (c *Console) notifier(kind client.Object) func(any) {
 		}
 		switch kind.(type) {
 		case *v1beta2.Kyma:
+			if k, ok := o.(*v1beta2.Kyma); ok && !deleted {
+				c.model.put(k)
+			} else {
+				c.model.remove(o.GetName())
+			}
 			c.hub.changed(o.GetName())
 		case *v1beta2.Manifest:
 			c.hub.changed(o.GetLabels()[v1beta2.KymaNameLabel])

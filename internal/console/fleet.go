@@ -39,8 +39,11 @@ type Row struct {
 	// State is what the console shows: the Kyma's state, or Unknown when
 	// its liveness is in doubt (Stale says why and since when).
 	State v1beta2.State
-	// Stale explains an Unknown state, with its age.
+	// Stale explains an Unknown state, with its age at the time of the
+	// view (at); staleWhy and staleSince are what the model keeps.
 	Stale      string
+	staleWhy   string
+	staleSince time.Time
 	Message    string
 	Channel    string
 	Paused     string
@@ -61,7 +64,19 @@ type ModuleCell struct {
 }
 
 // rowOf summarises a Kyma at now.
-func rowOf(k *v1beta2.Kyma, now time.Time) Row {
+func rowOf(k *v1beta2.Kyma, now time.Time) Row { return summarize(k).at(now) }
+
+// at is the row as shown at now: an Unknown state says for how long.
+func (r Row) at(now time.Time) Row {
+	if r.staleWhy != "" {
+		r.Stale = r.staleWhy + age(now, r.staleSince)
+	}
+	return r
+}
+
+// summarize is a Kyma's row without the ages, which change with the time
+// of the view and not with the Kyma: what the model keeps.
+func summarize(k *v1beta2.Kyma) Row {
 	r := Row{
 		Name: k.Name, RuntimeID: k.Labels[v1beta2.RuntimeIDLabel], State: k.Status.State, Channel: k.Spec.Channel,
 		Labels: k.Labels, Shard: k.Labels[v1beta2.ShardBucketLabel],
@@ -72,16 +87,17 @@ func rowOf(k *v1beta2.Kyma, now time.Time) Row {
 	if c := meta.FindStatusCondition(k.Status.Conditions, v1beta2.ConditionReady); c != nil && c.Status != "True" {
 		r.Message = c.Message
 		if c.Reason == reasonRuntimeUnavailable {
-			r.State, r.Stale = StateUnknown, "the runtime cannot be reached, for "+age(now, c.LastTransitionTime.Time)
+			r.State, r.staleWhy, r.staleSince = StateUnknown, "the runtime cannot be reached, for ", c.LastTransitionTime.Time
 		}
 	}
 	if c := meta.FindStatusCondition(k.Status.Conditions, v1beta2.ConditionWatcherReporting); c != nil && c.Status == "False" && r.State != StateUnknown {
-		r.State, r.Stale = StateUnknown, "no report from the runtime's watcher for "+age(now, c.LastTransitionTime.Time)
+		r.State, r.staleWhy, r.staleSince = StateUnknown, "no report from the runtime's watcher for ", c.LastTransitionTime.Time
 	}
 	if c := meta.FindStatusCondition(k.Status.Conditions, conditionPaused); c != nil && c.Status == "True" {
 		r.Paused, r.Hibernated = c.Message, c.Reason == reasonHibernated
 	}
 	seen := map[string]bool{}
+	r.Modules = make([]ModuleCell, 0, len(k.Status.Modules))
 	for _, m := range k.Status.Modules {
 		seen[m.Name] = true
 		r.Modules = append(r.Modules, ModuleCell{Name: m.Name, Version: m.Version, Channel: m.Channel, Message: m.Message, State: m.State})
@@ -191,53 +207,3 @@ type MatrixRow struct {
 
 // PageSize is how many runtimes one fleet page lists.
 const PageSize = 50
-
-// fleetOf computes the fleet page from the Kymas at now: counts and the
-// matrix over every runtime, the filter and pagination on the server.
-// One pass over the Kymas, then a sort of the matches' names: at 10,000
-// runtimes × 20 modules this is the page's cost (BenchmarkFleetPage).
-func fleetOf(kymas []*v1beta2.Kyma, f Filter, page int, now time.Time) (Fleet, error) {
-	m, err := f.compile()
-	if err != nil {
-		return Fleet{}, err
-	}
-	counts := map[v1beta2.State]int{}
-	matrix := map[string]map[v1beta2.State]int{}
-	var rows []Row
-	for _, k := range kymas {
-		r := rowOf(k, now)
-		counts[r.State]++
-		for _, c := range r.Modules {
-			byState := matrix[c.Name]
-			if byState == nil {
-				byState = map[v1beta2.State]int{}
-				matrix[c.Name] = byState
-			}
-			byState[c.State]++
-		}
-		if m.matches(&r) {
-			rows = append(rows, r)
-		}
-	}
-	slices.SortFunc(rows, func(a, b Row) int { return cmp.Compare(a.Name, b.Name) })
-	fl := Fleet{Total: len(kymas), Matched: len(rows), Pages: max(1, (len(rows)+PageSize-1)/PageSize)}
-	fl.Page = min(max(page, 1), fl.Pages)
-	start := (fl.Page - 1) * PageSize
-	fl.Rows = rows[start:min(start+PageSize, len(rows))]
-	for _, s := range states {
-		fl.Counts = append(fl.Counts, Count{State: s, N: counts[s]})
-	}
-	modules := make([]string, 0, len(matrix))
-	for name := range matrix {
-		modules = append(modules, name)
-	}
-	slices.Sort(modules)
-	for _, name := range modules {
-		mr := MatrixRow{Module: name}
-		for _, s := range states {
-			mr.Counts = append(mr.Counts, Count{State: s, N: matrix[name][s]})
-		}
-		fl.Matrix = append(fl.Matrix, mr)
-	}
-	return fl, nil
-}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"cmp"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -74,11 +76,21 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, resource string)
 		http.Error(w, fmt.Sprintf("%s may not list %s in namespace %s: ask for a RoleBinding that allows it.", v.Name, resource, c.opts.Namespace), http.StatusForbidden)
 		return v, false
 	}
-	if !c.cache.WaitForCacheSync(r.Context()) {
+	if !c.cache.WaitForCacheSync(r.Context()) || !c.waitForModel(r.Context()) {
 		http.Error(w, "The console is still reading the fleet; try again in a moment.", http.StatusServiceUnavailable)
 		return v, false
 	}
 	return v, true
+}
+
+// waitForModel waits until the model has the Kymas of the first list: the
+// cache having them is not enough, its handlers run after it.
+func (c *Console) waitForModel(ctx context.Context) bool {
+	synced := c.modelSynced.Load()
+	if synced == nil {
+		return false
+	}
+	return (*synced)() || toolscache.WaitForCacheSync(ctx.Done(), *synced)
 }
 
 // page serves a page the viewer may see when they may list resource.
@@ -168,19 +180,16 @@ func filterOf(q url.Values) Filter {
 }
 
 func (c *Console) fleetPage(r *http.Request, _ Viewer) (string, any, error) {
-	kymas, err := c.kymas(r)
-	if err != nil {
-		return "", nil, err
-	}
 	q := r.URL.Query()
 	f := filterOf(q)
 	page, _ := strconv.Atoi(q.Get("page"))
 	d := fleetData{Filter: f}
-	d.Fleet, err = fleetOf(kymas, f, page, c.opts.Now())
+	var err error
+	d.Fleet, err = c.model.fleet(f, page, c.opts.Now())
 	if err != nil {
 		// A label selector that does not parse: say so, list nothing.
 		d.Error = fmt.Sprintf("The label filter %q is not a label selector: %v", f.Label, err)
-		d.Fleet, _ = fleetOf(kymas, Filter{State: "\x00"}, 1, c.opts.Now())
+		d.Fleet, _ = c.model.fleet(Filter{State: noState}, 1, c.opts.Now())
 	}
 	at := func(p int) string {
 		q := r.URL.Query()
@@ -191,20 +200,20 @@ func (c *Console) fleetPage(r *http.Request, _ Viewer) (string, any, error) {
 	return "Fleet", d, nil
 }
 
+// noState selects no runtime: the counts without rows.
+const noState = "\x00"
+
 func (c *Console) rowFragment(r *http.Request) (string, any, error) {
-	k, err := c.kyma(r, r.PathValue("name"))
-	if err != nil {
-		return "", nil, err
+	name := r.PathValue("name")
+	row, ok := c.model.row(name, c.opts.Now())
+	if !ok {
+		return "", nil, errNotFound(fmt.Sprintf("No runtime (Kyma) %q in namespace %s.", name, c.opts.Namespace))
 	}
-	return "row", rowOf(k, c.opts.Now()), nil
+	return "row", row, nil
 }
 
-func (c *Console) countsFragment(r *http.Request) (string, any, error) {
-	kymas, err := c.kymas(r)
-	if err != nil {
-		return "", nil, err
-	}
-	fl, err := fleetOf(kymas, Filter{State: "\x00"}, 1, c.opts.Now())
+func (c *Console) countsFragment(*http.Request) (string, any, error) {
+	fl, err := c.model.fleet(Filter{State: noState}, 1, c.opts.Now())
 	return "counts", fl, err
 }
 
