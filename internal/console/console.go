@@ -47,8 +47,8 @@ type Console struct {
 	// modelSynced says whether the model has had the Kymas of the
 	// informer's first list; set by Start.
 	modelSynced atomic.Pointer[func() bool]
-	pages map[string]*template.Template
-	mux   *http.ServeMux
+	pages       map[string]*template.Template
+	mux         *http.ServeMux
 }
 
 // kinds are what the console reads, and the resource its viewers must be

@@ -2,8 +2,8 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
