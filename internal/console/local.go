@@ -6,9 +6,13 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // localCookie carries the local console's token once the URL's token was
@@ -99,3 +103,57 @@ func ListenHosts(addr net.Addr) []string {
 	}
 	return hosts
 }
+
+// Local is a console served on a local address for the one person who
+// started it (lmctl console, lmctl dev).
+type Local struct {
+	// URL opens the console; it carries the token, so it is printed to
+	// its user only.
+	URL    string
+	server *http.Server
+	done   chan error
+}
+
+// ServeLocal serves a console of namespace on listen, reading with cfg
+// (the user's own kubeconfig, so that the API server decides what they
+// see), until ctx ends or Close.
+func ServeLocal(ctx context.Context, cfg *rest.Config, namespace, listen string) (*Local, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("console: listening on %s: %w (give another address, e.g. 127.0.0.1:0 for any free port)", listen, err)
+	}
+	auth, err := NewLocalAuthenticator(cfg.Username, ListenHosts(ln.Addr())...)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	c, err := New(Options{Config: cfg, Namespace: namespace, Authenticator: auth, Access: AllowAll{}})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	l := &Local{
+		URL:    "http://" + ln.Addr().String() + "/?token=" + auth.Token,
+		server: &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second},
+		done:   make(chan error, 2),
+	}
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	go func() { l.done <- c.Start(informersCtx) }()
+	go func() {
+		err := l.server.Serve(ln)
+		stopInformers()
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		l.done <- err
+	}()
+	context.AfterFunc(ctx, func() { _ = l.server.Close() })
+	return l, nil
+}
+
+// Done reports why the console stopped: nil once closed, else the error
+// of its informers or its listener.
+func (l *Local) Done() <-chan error { return l.done }
+
+// Close stops serving and the informers.
+func (l *Local) Close() error { return l.server.Close() }

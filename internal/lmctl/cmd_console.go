@@ -1,11 +1,7 @@
 package lmctl
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,31 +27,16 @@ token, which the first request turns into a cookie. Ctrl-C stops it.`,
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("listening on %s: %w", listen, err)
-			}
-			auth, err := console.NewLocalAuthenticator(cfg.Username, console.ListenHosts(ln.Addr())...)
-			if err != nil {
-				return err
-			}
-			c, err := console.New(console.Options{Config: cfg, Namespace: kube.namespace, Authenticator: auth, Access: console.AllowAll{}})
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			errs := make(chan error, 2)
-			go func() { errs <- c.Start(ctx) }()
-			srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
-			go func() { errs <- srv.Serve(ln) }()
-			fmt.Fprintf(cmd.OutOrStdout(), "The console of namespace %s: http://%s/?token=%s\nCtrl-C stops it.\n", kube.namespace, ln.Addr(), auth.Token)
+			local, err := console.ServeLocal(ctx, cfg, kube.namespace, listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "The console of namespace %s: %s\nCtrl-C stops it.\n", kube.namespace, local.URL)
 			select {
 			case <-ctx.Done():
-				return srv.Close()
-			case err := <-errs:
-				if errors.Is(err, http.ErrServerClosed) {
-					return nil
-				}
+				return local.Close()
+			case err := <-local.Done():
 				return err
 			}
 		},

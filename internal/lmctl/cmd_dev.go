@@ -54,6 +54,7 @@ inside a runtime on its periodic reconcile (every 15s here).`,
 	f.DurationVar(&opts.Timeout, "timeout", opts.Timeout, "How long the fleet may take to become Ready (not counting the first build of the binaries).")
 	f.StringVar(&opts.ReadyFile, "ready-file", "", "Write this file (JSON: kubeconfig paths, runtimes) once everything is Ready; removed on exit.")
 	f.DurationVar(&opts.ErrorGrace, "error-grace", opts.ErrorGrace, "With --exit-when-ready, give up early when a module stays in Error with the same message this long.")
+	f.StringVar(&opts.ConsoleListen, "console-listen", "127.0.0.1:0", "Address of the fleet console (its URL, with a token, is printed once the fleet is Ready).")
 	f.BoolVar(&opts.BrokenModule, "sample-modules-broken", false, "Add a module whose content cannot render, to test the failure path.")
 	_ = f.MarkHidden("sample-modules-broken")
 	_ = f.MarkHidden("error-grace")

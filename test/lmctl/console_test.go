@@ -42,20 +42,32 @@ func TestConsoleServesTheFleetToItsUser(t *testing.T) {
 	g.Eventually(out.String).WithTimeout(time.Minute).Should(MatchRegexp(printed.String()))
 	m := printed.FindStringSubmatch(out.String())
 
-	jar, err := cookiejar.New(nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	browser := &http.Client{Jar: jar}
 	g.Eventually(func(g Gomega) {
-		resp, err := browser.Get(m[0])
+		status, body, err := openConsole(m[0])
 		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), string(body))
-		g.Expect(string(body)).To(ContainSubstring(`data-runtime="seen-in-console"`))
+		g.Expect(status).To(Equal(http.StatusOK), body)
+		g.Expect(body).To(ContainSubstring(`data-runtime="seen-in-console"`))
 	}).WithTimeout(time.Minute).Should(Succeed())
 
 	resp, err := http.Get(m[1] + "/")
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+}
+
+// openConsole opens a local console's URL as a browser does: the token in
+// the URL is traded for a cookie, and the redirect followed with it. It
+// returns the fleet page's status and body.
+func openConsole(url string) (int, string, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := (&http.Client{Jar: jar}).Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }

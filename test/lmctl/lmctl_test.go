@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,6 +177,17 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Expect(code).To(BeZero(), stderr)
 	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-0\s+\S+\s+Ready\s+3/3\s`))
 	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-1\s+\S+\s+Ready\s+3/3\s`))
+
+	// The tour names the fleet console, which shows both runtimes Ready.
+	g.Expect(env.Console).To(MatchRegexp(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+$`))
+	g.Expect(devOutput()).To(ContainSubstring("console        " + env.Console))
+	g.Eventually(func(g Gomega) {
+		code, body, err := openConsole(env.Console)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(code).To(Equal(http.StatusOK), body)
+		g.Expect(body).To(ContainSubstring(`data-runtime="runtime-0" data-state="Ready"`))
+		g.Expect(body).To(ContainSubstring(`data-runtime="runtime-1" data-state="Ready"`))
+	}, time.Minute, time.Second).Should(Succeed())
 
 	// The catalog has every bundled module and evolving's second channel.
 	stdout, stderr, code = lmctl(t, time.Minute, "modules", "-o", "json", "--kubeconfig", env.KCPKubeconfig)

@@ -12,6 +12,7 @@
 package dev
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/runtime-fleet/lifecycle-manager/internal/console"
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/status"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -79,6 +81,9 @@ type Options struct {
 	// BrokenModule adds a module that cannot render (BrokenModule), to
 	// test the failure path.
 	BrokenModule bool
+	// ConsoleListen is where the fleet console is served (docs/console.md);
+	// empty means any free port of 127.0.0.1.
+	ConsoleListen string
 
 	// Out receives progress and the summary.
 	Out io.Writer
@@ -96,6 +101,8 @@ type Environment struct {
 	Namespace     string `json:"namespace"`
 	Registry      string `json:"registry"`
 	OperatorLog   string `json:"operatorLog"`
+	// Console opens the fleet console; it carries the session's token.
+	Console string `json:"console"`
 	// BackupIdentity is the identity file that decrypts the dev backups.
 	BackupIdentity string               `json:"backupIdentity"`
 	Runtimes       []EnvironmentRuntime `json:"runtimes"`
@@ -206,6 +213,15 @@ func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environme
 	}
 	s.onStop(op.stop)
 	s.onStop(func() error { watchers.stop(); return nil })
+
+	// The console reads the control plane as the session's own admin, as
+	// lmctl console reads with its user's kubeconfig.
+	fleetConsole, err := console.ServeLocal(ctx, cl.kcp.Config(), Namespace, cmp.Or(s.opts.ConsoleListen, "127.0.0.1:0"))
+	if err != nil {
+		return nil, Environment{}, requeue.Intervals{}, err
+	}
+	s.onStop(fleetConsole.Close)
+	env.Console = fleetConsole.URL
 
 	sampleCtx, stopSamples := context.WithCancel(ctx)
 	s.onStop(func() error { stopSamples(); return nil })

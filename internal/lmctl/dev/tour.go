@@ -19,6 +19,7 @@ import (
 func printTour(out io.Writer, env Environment, modules []string, keep bool, readyInterval time.Duration) {
 	lmctl := lmctlCommand()
 	fmt.Fprintf(out, "\nThe fleet (namespace %s of the control plane):\n", env.Namespace)
+	fmt.Fprintf(out, "  console        %s  (open it in a browser: the fleet, live)\n", env.Console)
 	fmt.Fprintf(out, "  control plane  %s\n", env.KCPKubeconfig)
 	for _, rt := range env.Runtimes {
 		fmt.Fprintf(out, "  %-13s  %s\n", rt.Name, rt.Kubeconfig)
