@@ -1,8 +1,7 @@
 // The console's one script: live updates over server-sent events. The
 // server names what changed; the page fetches those fragments from the
 // console (its model of the fleet and its cache), never from the API
-// server. Without it the pages
-// work as they are, reloaded by hand.
+// server. Without it the pages work as they are, reloaded by hand.
 (function () {
   "use strict";
   var live = document.getElementById("live");
