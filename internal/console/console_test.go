@@ -158,6 +158,22 @@ func TestFleetShowsStatesAndHonestLiveness(t *testing.T) {
 	_, body = get(g, auth, url+"/?label=in+valid%28")
 	g.Expect(body).To(ContainSubstring("is not a label selector"))
 
+	// The header links only to the views this viewer may see.
+	_, body = get(g, auth, url+"/")
+	g.Expect(body).NotTo(ContainSubstring(`href="/rollouts"`))
+	g.Expect(body).NotTo(ContainSubstring(`href="/backups"`))
+
+	// The runtime page says what is known of each runtime being alive.
+	for name, liveness := range map[string]string{
+		"fleet-unreachable": "Unknown: the operator cannot reach the runtime&#39;s API server, for 5m",
+		"fleet-silent":      "Unknown: no report from the runtime&#39;s watcher agent for 5m",
+		"fleet-ready":       "No watcher agent reports from this runtime",
+	} {
+		code, body := get(g, auth, url+"/runtimes/"+name)
+		g.Expect(code).To(Equal(http.StatusOK), name)
+		g.Expect(body).To(ContainSubstring(liveness), name)
+	}
+
 	code, body := get(g, auth, url+"/runtimes/fleet-unreachable")
 	g.Expect(code).To(Equal(http.StatusOK))
 	g.Expect(body).To(ContainSubstring("dial tcp: connection refused"))
@@ -231,6 +247,8 @@ func TestAccessAndNoSecrets(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		_, body := get(g, auth, url+"/")
 		g.Expect(body).To(ContainSubstring(`data-runtime="hidden"`))
+		g.Expect(body).To(ContainSubstring(`href="/rollouts"`), "a viewer who may list rollouts has the link")
+		g.Expect(body).To(ContainSubstring(`href="/backups"`), "a viewer who may list backups has the link")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	for _, page := range []string{"/", "/runtimes/hidden", "/rollouts", "/backups", "/fragments/row/hidden", "/fragments/counts", "/static/console.js"} {
 		_, body := get(g, auth, url+page)

@@ -116,6 +116,25 @@ func summarize(k *v1beta2.Kyma) Row {
 	return r
 }
 
+// livenessOf says, for the runtime page, what the console knows of the
+// runtime being alive: whether the operator reaches it, and what its
+// watcher agent's condition says (written on transitions only, so its
+// time is when the agent began or stopped reporting).
+func livenessOf(k *v1beta2.Kyma, now time.Time) string {
+	if c := meta.FindStatusCondition(k.Status.Conditions, v1beta2.ConditionReady); c != nil && c.Status != "True" && c.Reason == reasonRuntimeUnavailable {
+		return "Unknown: the operator cannot reach the runtime's API server, for " + age(now, c.LastTransitionTime.Time) + "."
+	}
+	c := meta.FindStatusCondition(k.Status.Conditions, v1beta2.ConditionWatcherReporting)
+	switch {
+	case c == nil:
+		return "No watcher agent reports from this runtime; what it shows comes from the operator's own periodic checks."
+	case c.Status == "True":
+		return "Heard: the runtime's watcher agent has been reporting for " + age(now, c.LastTransitionTime.Time) + "."
+	default:
+		return "Unknown: no report from the runtime's watcher agent for " + age(now, c.LastTransitionTime.Time) + "."
+	}
+}
+
 // age says how long ago t was, to the second.
 func age(now, t time.Time) string {
 	if t.IsZero() {

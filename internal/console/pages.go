@@ -52,7 +52,24 @@ func (e errNotFound) Error() string { return string(e) }
 type view struct {
 	Title, Page, Viewer, Namespace string
 	States                         []v1beta2.State
-	Data                           any
+	// Nav has the views the viewer may see beyond the fleet's: a link to
+	// one they may not would only lead to a 403.
+	Nav  map[string]bool
+	Data any
+}
+
+// navViews are the links of the header, by the resource each view needs.
+var navViews = []string{"modulerollouts", "runtimebackups"}
+
+// nav asks Access which of the header's views the viewer may see; one it
+// cannot say is left out.
+func (c *Console) nav(ctx context.Context, v Viewer) map[string]bool {
+	allowed := map[string]bool{}
+	for _, resource := range navViews {
+		ok, err := c.opts.Access.CanList(ctx, v, resource, c.opts.Namespace)
+		allowed[resource] = ok && err == nil
+	}
+	return allowed
 }
 
 // admit authenticates the request and asks whether the viewer may list
@@ -110,7 +127,7 @@ func (c *Console) page(name, resource string, data func(*http.Request, Viewer) (
 				d = "The console could not read what this page shows; the log says why."
 			}
 		}
-		c.render(w, status, name, "layout", view{Title: title, Page: name, Viewer: v.Name, Namespace: c.opts.Namespace, States: states, Data: d})
+		c.render(w, status, name, "layout", view{Title: title, Page: name, Viewer: v.Name, Namespace: c.opts.Namespace, States: states, Nav: c.nav(r.Context(), v), Data: d})
 	}
 }
 
@@ -219,7 +236,9 @@ func (c *Console) countsFragment(*http.Request) (string, any, error) {
 
 // runtimeData is the runtime page's data.
 type runtimeData struct {
-	Row         Row
+	Row Row
+	// Liveness says what the console knows of the runtime being alive.
+	Liveness    string
 	Conditions  []conditionView
 	History     []operationView
 	HistoryNote string
@@ -238,7 +257,7 @@ func (c *Console) runtimePage(r *http.Request, v Viewer) (string, any, error) {
 		return "", nil, err
 	}
 	now := c.opts.Now()
-	d := runtimeData{Row: rowOf(k, now)}
+	d := runtimeData{Row: rowOf(k, now), Liveness: livenessOf(k, now)}
 	for _, cond := range k.Status.Conditions {
 		d.Conditions = append(d.Conditions, conditionView{Type: cond.Type, Status: string(cond.Status), Reason: cond.Reason,
 			Since: cond.LastTransitionTime.UTC().Format(time.RFC3339) + " (" + age(now, cond.LastTransitionTime.Time) + " ago)", Message: cond.Message})
