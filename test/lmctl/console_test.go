@@ -18,6 +18,20 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
+// consolePage opens a console URL that carries its token, as a browser
+// does (the token becomes a cookie), and returns the page.
+func consolePage(g Gomega, url string) string {
+	jar, err := cookiejar.New(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := (&http.Client{Jar: jar}).Get(url)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), string(body))
+	return string(body)
+}
+
 // TestConsoleServesTheFleetToItsUser runs lmctl console against a real
 // control plane: the URL it prints opens the fleet page with the
 // namespace's Kyma, and the same address without the token is refused.
@@ -42,17 +56,7 @@ func TestConsoleServesTheFleetToItsUser(t *testing.T) {
 	g.Eventually(out.String).WithTimeout(time.Minute).Should(MatchRegexp(printed.String()))
 	m := printed.FindStringSubmatch(out.String())
 
-	jar, err := cookiejar.New(nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	browser := &http.Client{Jar: jar}
-	g.Eventually(func(g Gomega) {
-		resp, err := browser.Get(m[0])
-		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), string(body))
-		g.Expect(string(body)).To(ContainSubstring(`data-runtime="seen-in-console"`))
-	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) string { return consolePage(g, m[0]) }).WithTimeout(time.Minute).Should(ContainSubstring(`data-runtime="seen-in-console"`))
 
 	resp, err := http.Get(m[1] + "/")
 	g.Expect(err).NotTo(HaveOccurred())

@@ -152,6 +152,9 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Expect(env.KCPKubeconfig).To(Equal(filepath.Join(stateDir, "kcp.kubeconfig")))
 	g.Expect(env.Runtimes).To(HaveLen(2))
 	g.Expect(devOutput()).To(ContainSubstring("Started a runtime-watcher for runtime-0, runtime-1, reporting changes to the operator's listener at https://127.0.0.1:"))
+	// The console it prints shows the fleet.
+	g.Expect(devOutput()).To(ContainSubstring("The fleet console: " + env.Console))
+	g.Expect(consolePage(g, env.Console)).To(And(ContainSubstring(`data-runtime="runtime-0"`), ContainSubstring(`data-runtime="runtime-1"`)))
 
 	// Every module of every runtime is Ready, as lmctl status tells a script.
 	stdout, stderr, code := lmctl(t, time.Minute, "status", "-o", "json", "--kubeconfig", env.KCPKubeconfig)

@@ -97,9 +97,11 @@ type Environment struct {
 	Registry      string `json:"registry"`
 	OperatorLog   string `json:"operatorLog"`
 	// BackupIdentity is the identity file that decrypts the dev backups.
-	BackupIdentity string               `json:"backupIdentity"`
-	Runtimes       []EnvironmentRuntime `json:"runtimes"`
-	PID            int                  `json:"pid"`
+	BackupIdentity string `json:"backupIdentity"`
+	// Console is the fleet console's URL, with its token.
+	Console  string               `json:"console"`
+	Runtimes []EnvironmentRuntime `json:"runtimes"`
+	PID      int                  `json:"pid"`
 }
 
 // EnvironmentRuntime is one runtime of a session.
@@ -206,6 +208,13 @@ func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environme
 	}
 	s.onStop(op.stop)
 	s.onStop(func() error { watchers.stop(); return nil })
+	consoleURL, stopConsole, err := startConsole(ctx, cl.kcp.Config(), Namespace)
+	if err != nil {
+		return nil, Environment{}, requeue.Intervals{}, err
+	}
+	s.onStop(stopConsole)
+	env.Console = consoleURL
+	fmt.Fprintf(s.out, "The fleet console: %s\n", consoleURL)
 
 	sampleCtx, stopSamples := context.WithCancel(ctx)
 	s.onStop(func() error { stopSamples(); return nil })

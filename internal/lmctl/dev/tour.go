@@ -23,6 +23,7 @@ func printTour(out io.Writer, env Environment, modules []string, keep bool, read
 	for _, rt := range env.Runtimes {
 		fmt.Fprintf(out, "  %-13s  %s\n", rt.Name, rt.Kubeconfig)
 	}
+	fmt.Fprintf(out, "  console        %s\n", env.Console)
 	fmt.Fprintf(out, "  operator log   %s\n", env.OperatorLog)
 	fmt.Fprintf(out, "  cluster logs   %s\n", filepath.Join(env.Dir, "clusters"))
 
