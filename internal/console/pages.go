@@ -74,7 +74,8 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, resource string)
 		http.Error(w, fmt.Sprintf("%s may not list %s in namespace %s: ask for a RoleBinding that allows it.", v.Name, resource, c.opts.Namespace), http.StatusForbidden)
 		return v, false
 	}
-	if !c.cache.WaitForCacheSync(r.Context()) {
+	if !c.synced.Load() {
+		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The console is still reading the fleet; try again in a moment.", http.StatusServiceUnavailable)
 		return v, false
 	}
