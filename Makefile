@@ -121,7 +121,7 @@ test: testbin $(PROMETHEUS) $(GOTESTSUM) chromium ## Run all tests against real 
 
 # The slow packages, each run STRESS_COUNT times, e.g. make test-stress STRESS_PKGS=./test/ha STRESS_COUNT=5;
 # STRESS_TIMEOUT (go test -timeout, 30m per count) and STRESS_BURNERS (busy loops, one per core) too.
-STRESS_PKGS  ?= ./test/e2e ./test/ha ./test/watcher ./test/rollout ./test/backup ./test/lmctl
+STRESS_PKGS  ?= ./test/e2e ./test/ha ./test/watcher ./test/rollout ./test/backup ./test/lmctl ./test/console
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"log"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -44,11 +45,10 @@ type Console struct {
 	cache cache.Cache
 	hub   *hub
 	model *model
-	// modelSynced says whether the model has had the Kymas of the
-	// informer's first list; set by Start.
-	modelSynced atomic.Pointer[func() bool]
-	pages       map[string]*template.Template
-	mux         *http.ServeMux
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	// synced is set once every kind was listed.
+	synced atomic.Bool
 }
 
 // kinds are what the console reads, and the resource its viewers must be
@@ -80,10 +80,13 @@ func New(o Options) (*Console, error) {
 	c, err := cache.New(o.Config, cache.Options{
 		Scheme:            scheme,
 		DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
-		DefaultTransform:  cache.TransformStripManagedFields(),
 		// A Manifest is kept for its operation history alone: its spec
-		// and the rest of its status are the larger part of it.
-		ByObject: map[client.Object]cache.ByObject{&v1beta2.Manifest{}: {Transform: trimManifest}},
+		// and the rest of its status are the larger part of it. (A
+		// transform by type, not per object: a per-object option asks the
+		// API server for the kind's mapping here, and the console must
+		// start, answer its probes and refuse strangers before the CRDs
+		// exist.)
+		DefaultTransform: trimManifest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
@@ -96,11 +99,12 @@ func New(o Options) (*Console, error) {
 	return con, nil
 }
 
-// trimManifest keeps what the runtime page shows of a Manifest.
+// trimManifest keeps what the runtime page shows of a Manifest, and drops
+// every object's managedFields.
 func trimManifest(obj any) (any, error) {
 	m, ok := obj.(*v1beta2.Manifest)
 	if !ok {
-		return obj, nil
+		return cache.TransformStripManagedFields()(obj)
 	}
 	return &v1beta2.Manifest{
 		TypeMeta:   m.TypeMeta,
@@ -110,28 +114,65 @@ func trimManifest(obj any) (any, error) {
 }
 
 // Start runs the informers until ctx ends, telling the open pages of every
-// change.
+// change. Kinds the API server does not serve yet (the CRDs not installed)
+// are asked for again every few seconds; until every kind is listed, pages
+// answer 503.
 func (c *Console) Start(ctx context.Context) error {
-	for _, k := range kinds {
-		informer, err := c.cache.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return err
+	watched := map[int]bool{}
+	// handlersSynced say when the handlers have had every object of the
+	// first lists: the model is complete only then, after the cache.
+	var handlersSynced []toolscache.InformerSynced
+	for len(watched) < len(kinds) {
+		var err error
+		for i, k := range kinds {
+			if !watched[i] {
+				var synced toolscache.InformerSynced
+				if synced, err = c.watch(ctx, k.obj); err != nil {
+					break
+				}
+				watched[i] = true
+				handlersSynced = append(handlersSynced, synced)
+			}
 		}
-		notify := c.notifier(k.obj)
-		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { notify(obj, false) },
-			UpdateFunc: func(_, obj any) { notify(obj, false) },
-			DeleteFunc: func(obj any) { notify(obj, true) },
-		})
-		if err != nil {
-			return err
+		if err == nil {
+			break
 		}
-		if _, ok := k.obj.(*v1beta2.Kyma); ok {
-			synced := registration.HasSynced
-			c.modelSynced.Store(&synced)
+		log.Printf("console: waiting for the API server to serve the console's kinds: %v", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retryWatch):
 		}
 	}
+	go func() {
+		if c.cache.WaitForCacheSync(ctx) && toolscache.WaitForCacheSync(ctx.Done(), handlersSynced...) {
+			c.synced.Store(true)
+		}
+	}()
 	return c.cache.Start(ctx)
+}
+
+// retryWatch is how long the console waits before it asks again for a
+// kind the API server did not serve.
+const retryWatch = 5 * time.Second
+
+// watch runs kind's informer with the console's handler; it returns when
+// the handler has had the first list.
+func (c *Console) watch(ctx context.Context, obj client.Object) (toolscache.InformerSynced, error) {
+	informer, err := c.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	notify := c.notifier(obj)
+	registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { notify(obj, false) },
+		UpdateFunc: func(_, obj any) { notify(obj, false) },
+		DeleteFunc: func(obj any) { notify(obj, true) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return registration.HasSynced, nil
 }
 
 // notifier keeps the model of a Kyma's change, then names the runtime an

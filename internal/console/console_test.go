@@ -196,7 +196,7 @@ func TestChangeIsPushed(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, url+"/events", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	req.AddCookie(&http.Cookie{Name: "lmctl-console", Value: auth.Token})
-	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the defer below, once the test has read the stream
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by the defer below; a goroutine reads the stream
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	g.Expect(resp.Header.Get("Content-Type")).To(Equal("text/event-stream"))

@@ -16,7 +16,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -93,21 +92,12 @@ func (c *Console) admit(w http.ResponseWriter, r *http.Request, resource string)
 		http.Error(w, fmt.Sprintf("%s may not list %s in namespace %s: ask for a RoleBinding that allows it.", v.Name, resource, c.opts.Namespace), http.StatusForbidden)
 		return v, false
 	}
-	if !c.cache.WaitForCacheSync(r.Context()) || !c.waitForModel(r.Context()) {
+	if !c.synced.Load() {
+		w.Header().Set("Retry-After", "5")
 		http.Error(w, "The console is still reading the fleet; try again in a moment.", http.StatusServiceUnavailable)
 		return v, false
 	}
 	return v, true
-}
-
-// waitForModel waits until the model has the Kymas of the first list: the
-// cache having them is not enough, its handlers run after it.
-func (c *Console) waitForModel(ctx context.Context) bool {
-	synced := c.modelSynced.Load()
-	if synced == nil {
-		return false
-	}
-	return (*synced)() || toolscache.WaitForCacheSync(ctx.Done(), *synced)
 }
 
 // page serves a page the viewer may see when they may list resource.

@@ -18,6 +18,20 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
+// consolePage opens a console URL that carries its token, as a browser
+// does (the token becomes a cookie), and returns the page.
+func consolePage(g Gomega, url string) string {
+	jar, err := cookiejar.New(nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := (&http.Client{Jar: jar}).Get(url)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), string(body))
+	return string(body)
+}
+
 // TestConsoleServesTheFleetToItsUser runs lmctl console against a real
 // control plane: the URL it prints opens the fleet page with the
 // namespace's Kyma, and the same address without the token is refused.
@@ -42,32 +56,10 @@ func TestConsoleServesTheFleetToItsUser(t *testing.T) {
 	g.Eventually(out.String).WithTimeout(time.Minute).Should(MatchRegexp(printed.String()))
 	m := printed.FindStringSubmatch(out.String())
 
-	g.Eventually(func(g Gomega) {
-		status, body, err := openConsole(m[0])
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(status).To(Equal(http.StatusOK), body)
-		g.Expect(body).To(ContainSubstring(`data-runtime="seen-in-console"`))
-	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Eventually(func(g Gomega) string { return consolePage(g, m[0]) }).WithTimeout(time.Minute).Should(ContainSubstring(`data-runtime="seen-in-console"`))
 
 	resp, err := http.Get(m[1] + "/")
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
-}
-
-// openConsole opens a local console's URL as a browser does: the token in
-// the URL is traded for a cookie, and the redirect followed with it. It
-// returns the fleet page's status and body.
-func openConsole(url string) (int, string, error) {
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := (&http.Client{Jar: jar}).Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
 }

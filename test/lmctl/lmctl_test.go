@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,6 +152,9 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Expect(env.KCPKubeconfig).To(Equal(filepath.Join(stateDir, "kcp.kubeconfig")))
 	g.Expect(env.Runtimes).To(HaveLen(2))
 	g.Expect(devOutput()).To(ContainSubstring("Started a runtime-watcher for runtime-0, runtime-1, reporting changes to the operator's listener at https://127.0.0.1:"))
+	// The console it prints shows the fleet.
+	g.Expect(devOutput()).To(ContainSubstring("The fleet console: " + env.Console))
+	g.Expect(consolePage(g, env.Console)).To(And(ContainSubstring(`data-runtime="runtime-0"`), ContainSubstring(`data-runtime="runtime-1"`)))
 
 	// Every module of every runtime is Ready, as lmctl status tells a script.
 	stdout, stderr, code := lmctl(t, time.Minute, "status", "-o", "json", "--kubeconfig", env.KCPKubeconfig)
@@ -178,16 +180,11 @@ func TestDevStatusAndCtrlC(t *testing.T) {
 	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-0\s+\S+\s+Ready\s+3/3\s`))
 	g.Expect(stdout).To(MatchRegexp(`(?m)^runtime-1\s+\S+\s+Ready\s+3/3\s`))
 
-	// The tour names the fleet console, which shows both runtimes Ready.
+	// The tour names the fleet console too, which shows both runtimes Ready.
 	g.Expect(env.Console).To(MatchRegexp(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]+$`))
 	g.Expect(devOutput()).To(ContainSubstring("console        " + env.Console))
-	g.Eventually(func(g Gomega) {
-		code, body, err := openConsole(env.Console)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(code).To(Equal(http.StatusOK), body)
-		g.Expect(body).To(ContainSubstring(`data-runtime="runtime-0" data-state="Ready"`))
-		g.Expect(body).To(ContainSubstring(`data-runtime="runtime-1" data-state="Ready"`))
-	}, time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) string { return consolePage(g, env.Console) }, time.Minute, time.Second).Should(And(
+		ContainSubstring(`data-runtime="runtime-0" data-state="Ready"`), ContainSubstring(`data-runtime="runtime-1" data-state="Ready"`)))
 
 	// The catalog has every bundled module and evolving's second channel.
 	stdout, stderr, code = lmctl(t, time.Minute, "modules", "-o", "json", "--kubeconfig", env.KCPKubeconfig)

@@ -6,13 +6,18 @@
   "use strict";
   var live = document.getElementById("live");
   function setLive(state, text) { live.dataset.live = state; live.textContent = text; }
+  // asked[name] numbers the fetches of a row: responses can arrive out of
+  // order, and only the newest may replace the row.
+  var asked = {};
   function replaceRow(name) {
-    var row = document.querySelector('tr[data-runtime="' + CSS.escape(name) + '"]');
-    if (!row) { return; }
+    if (!document.querySelector('tr[data-runtime="' + CSS.escape(name) + '"]')) { return; }
+    var n = (asked[name] || 0) + 1;
+    asked[name] = n;
     fetch("/fragments/row/" + encodeURIComponent(name), { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : ""; })
       .then(function (html) {
-        if (!html) { return; }
+        var row = document.querySelector('tr[data-runtime="' + CSS.escape(name) + '"]');
+        if (!html || !row || asked[name] !== n) { return; }
         var t = document.createElement("tbody");
         t.innerHTML = html.trim();
         if (t.firstElementChild) { row.replaceWith(t.firstElementChild); }
@@ -35,8 +40,11 @@
   }
   var page = document.body.dataset.page;
   var es = new EventSource("/events");
-  es.onopen = function () { setLive("connected", "live"); };
-  es.onerror = function () { setLive("disconnected", "not live: reconnecting"); };
+  // After a reconnect, changes made meanwhile were never named: refresh
+  // what the page shows.
+  var lost = false;
+  es.onopen = function () { setLive("connected", "live"); if (lost) { lost = false; refreshAll(); } };
+  es.onerror = function () { lost = true; setLive("disconnected", "not live: reconnecting"); };
   es.addEventListener("runtime", function (e) { replaceRow(e.data); });
   es.addEventListener("all", refreshAll);
   es.addEventListener("fleet", function () {

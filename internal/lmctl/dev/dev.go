@@ -101,12 +101,12 @@ type Environment struct {
 	Namespace     string `json:"namespace"`
 	Registry      string `json:"registry"`
 	OperatorLog   string `json:"operatorLog"`
-	// Console opens the fleet console; it carries the session's token.
-	Console string `json:"console"`
 	// BackupIdentity is the identity file that decrypts the dev backups.
-	BackupIdentity string               `json:"backupIdentity"`
-	Runtimes       []EnvironmentRuntime `json:"runtimes"`
-	PID            int                  `json:"pid"`
+	BackupIdentity string `json:"backupIdentity"`
+	// Console is the fleet console's URL, with its token.
+	Console  string               `json:"console"`
+	Runtimes []EnvironmentRuntime `json:"runtimes"`
+	PID      int                  `json:"pid"`
 }
 
 // EnvironmentRuntime is one runtime of a session.
@@ -213,7 +213,6 @@ func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environme
 	}
 	s.onStop(op.stop)
 	s.onStop(func() error { watchers.stop(); return nil })
-
 	// The console reads the control plane as the session's own admin, as
 	// lmctl console reads with its user's kubeconfig.
 	fleetConsole, err := console.ServeLocal(ctx, cl.kcp.Config(), Namespace, cmp.Or(s.opts.ConsoleListen, "127.0.0.1:0"))
@@ -222,6 +221,7 @@ func (s *session) bringUp(ctx context.Context, dir *stateDir) (*watch, Environme
 	}
 	s.onStop(fleetConsole.Close)
 	env.Console = fleetConsole.URL
+	fmt.Fprintf(s.out, "The fleet console: %s\n", fleetConsole.URL)
 
 	sampleCtx, stopSamples := context.WithCancel(ctx)
 	s.onStop(func() error { stopSamples(); return nil })
