@@ -11,11 +11,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 // consolePage opens a console URL that carries its token, as a browser
@@ -38,12 +36,8 @@ func consolePage(g Gomega, url string) string {
 func TestConsoleServesTheFleetToItsUser(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, err := testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
-	kcp := kubeClient(t, cp.KubeconfigPath())
 	const ns = "fleet-console"
-	g.Expect(kcp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	cp, kcp := controlPlaneWith(t, ns)
 	g.Expect(kcp.Create(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "seen-in-console", Namespace: ns}, Spec: v1beta2.KymaSpec{Channel: "regular"}})).To(Succeed())
 
 	consoleCtx, stop := context.WithCancel(ctx)

@@ -9,14 +9,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	lmctlrollout "github.com/runtime-fleet/lifecycle-manager/internal/lmctl/rollout"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 )
 
 // TestRolloutStatusAndRollback reads a rollout's status as the planner
@@ -29,12 +27,8 @@ import (
 func TestRolloutStatusAndRollback(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, err := testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
-	kcp := kubeClient(t, cp.KubeconfigPath())
 	const ns = "fleet-a"
-	g.Expect(kcp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	cp, kcp := controlPlaneWith(t, ns)
 	status := func(args ...string) (string, string, int) {
 		return lmctl(t, time.Minute, append([]string{"rollout", "status", "shop-regular", "-n", ns, "--kubeconfig", cp.KubeconfigPath()}, args...)...)
 	}

@@ -26,12 +26,8 @@ import (
 func TestStatusWatchListsOnceThenWatches(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	cp, err := testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
-	kcp := kubeClient(t, cp.KubeconfigPath())
 	const ns = "fleet-w"
-	g.Expect(kcp.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	cp, kcp := controlPlaneWith(t, ns)
 	kymaRequests := func(verb string) float64 {
 		n, err := cp.Requests(ctx, func(l map[string]string) bool {
 			return l["resource"] == "kymas" && l["verb"] == verb
@@ -78,6 +74,22 @@ func TestStatusWatchListsOnceThenWatches(t *testing.T) {
 	stop()
 	_ = cmd.Wait()
 	g.Eventually(func() float64 { return kymaRequests("WATCH") - watchesBefore }).Should(BeNumerically(">=", 1), "lmctl status -w watches the Kymas")
+}
+
+// controlPlaneWith starts a control plane of the test's own, with the
+// namespace ns, and a client of it.
+func controlPlaneWith(t *testing.T, ns string) (*testcluster.ControlPlane, client.Client) {
+	t.Helper()
+	cp, err := testcluster.StartControlPlane(context.Background(), testcluster.ControlPlaneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kcp := kubeClient(t, cp.KubeconfigPath())
+	if err := kcp.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return cp, kcp
 }
 
 // lockedBuffer is a process's output read while it runs.
