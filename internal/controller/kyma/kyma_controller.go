@@ -328,7 +328,9 @@ func (r *Reconciler) evictOnError(kyma *v1beta2.Kyma, err error) {
 
 // finalize deletes every Manifest of the Kyma, which uninstalls its modules
 // from the runtime, and lets the Kyma go once they are all gone. Until then
-// each module stays in status.modules as Deleting, with what blocks it. It
+// each module stays in status.modules as Deleting, with what blocks it, and
+// the runtime's own Kyma shows the same, from before the first Manifest is
+// deleted until it is itself removed, last (kyma_deletion.go). It
 // waits on nothing that a pause stops: the Manifest controller removes a
 // Manifest being deleted even when its Kyma is paused.
 func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconciler.Outcome {
@@ -340,10 +342,20 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 	if len(existing) > 0 {
 		// As in syncModules: a Manifest goes once the stored status
 		// carries its removal (kyma_history.go).
+		stored := kyma.Status.Modules
+		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
+		noteRemovals(kyma, stored, existing, metav1.NewTime(r.now()))
+		o := reconciler.Deleting(ReasonDeleting,
+			fmt.Sprintf("Waiting for %d modules to be removed from the runtime; see status.modules", len(existing)),
+			r.Intervals.After(v1beta2.StateDeleting))
+		// The runtime's owner sees the deletion before any module goes
+		// (kyma_deletion.go).
+		if err := r.showDeleting(ctx, kyma, o); err != nil {
+			return runtimeOutcome(kyma, err)
+		}
 		var deleteErrs []error
 		removalsWait := false
 		changes := &moduleChanges{}
-		stored := kyma.Status.Modules
 		for _, m := range existing {
 			if !removalNoted(stored, moduleOf(m)) {
 				removalsWait = true
@@ -354,15 +366,10 @@ func (r *Reconciler) finalize(ctx context.Context, kyma *v1beta2.Kyma) reconcile
 			}
 		}
 		r.reportChanges(kyma, changes)
-		kyma.Status.Modules = removalStatuses(kyma, existing, nil)
-		noteRemovals(kyma, stored, existing, metav1.NewTime(r.now()))
 		if err := errors.Join(deleteErrs...); err != nil {
 			return reconciler.Retry(ReasonDeleting,
 				fmt.Sprintf("Deleting the modules' Manifests failed (%s); retrying", reconciler.Cause(err)), err)
 		}
-		o := reconciler.Deleting(ReasonDeleting,
-			fmt.Sprintf("Waiting for %d modules to be removed from the runtime; see status.modules", len(existing)),
-			r.Intervals.After(v1beta2.StateDeleting))
 		if removalsWait {
 			o = soonest(o, removalStep)
 		}
