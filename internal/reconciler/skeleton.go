@@ -133,7 +133,48 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 			base = obj.DeepCopyObject().(T)
 		}
 	}
-	return p.finish(ctx, c, base, obj, p.Reconcile(phaseCtx, obj))
+	progress := &progress[T]{ctx: ctx, p: p, c: c, obj: obj, base: base}
+	o := p.Reconcile(context.WithValue(phaseCtx, progressKey{}, progress.report), obj)
+	return p.finish(ctx, c, progress.base, obj, o)
+}
+
+type progressKey struct{}
+
+// progress patches the status of the object being reconciled while
+// Reconcile runs; base moves with each patch, so that the final patch
+// holds the lock of the last one.
+type progress[T client.Object] struct {
+	ctx  context.Context //nolint:containedctx // the reconcile's, for the patches made within it
+	p    Phases[T]
+	c    client.Client
+	obj  T
+	base T
+}
+
+func (r *progress[T]) report(o Outcome) bool {
+	r.p.Record(r.obj, o)
+	if equality.Semantic.DeepEqual(r.p.Status(r.base), r.p.Status(r.obj)) {
+		return true
+	}
+	if err := r.c.Status().Patch(r.ctx, r.obj, client.MergeFromWithOptions(r.base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false
+	}
+	base, ok := r.obj.DeepCopyObject().(T)
+	if ok {
+		r.base = base
+	}
+	return ok
+}
+
+// ReportProgress records o in the status of the object that the
+// Reconcile phase running under ctx works on, and patches it at once: for
+// long work inside one reconcile (a storage migration), whose progress must
+// show before the reconcile ends. The final outcome is recorded over it as
+// usual. It is best effort: false when the patch failed (the final patch
+// then finds the conflict) or ctx is no Reconcile phase's.
+func ReportProgress(ctx context.Context, o Outcome) bool {
+	report, ok := ctx.Value(progressKey{}).(func(Outcome) bool)
+	return ok && report(o)
 }
 
 // finish records o in obj's status, reports its error as an event, and

@@ -184,6 +184,11 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o
 	if !ok {
 		return o
 	}
+	// A CRD that drops a version objects are stored at is migrated first;
+	// when that fails, nothing of the new version is applied.
+	if o, ok := r.migrateStoredVersions(ctx, cluster, manifest, plan); !ok {
+		return o
+	}
 	writer, grantPending, o, ok := r.prepareWriter(ctx, cluster, manifest, plan)
 	if !ok {
 		return o
