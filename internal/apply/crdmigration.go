@@ -289,6 +289,9 @@ func (mg *Migrator) list(ctx context.Context, m StorageMigration) ([]client.Obje
 	opts := []client.ListOption{client.Limit(mg.pageSize())}
 	for {
 		if err := mg.Client.List(ctx, list, opts...); err != nil {
+			if object, ok := unreadable(err, m); ok {
+				return nil, &ObjectMigrationError{Object: object, Err: err}
+			}
 			return nil, fmt.Errorf("listing the objects of CRD %s: %w", m.CRD, err)
 		}
 		for _, item := range list.Items {
@@ -298,6 +301,38 @@ func (mg *Migrator) list(ctx context.Context, m StorageMigration) ([]client.Obje
 			return keys, nil
 		}
 		opts = []client.ListOption{client.Limit(mg.pageSize()), client.Continue(list.Continue)}
+	}
+}
+
+// unreadable names the first object that a list failed to read at the
+// new version (a conversion webhook that does not answer fails the whole
+// list, naming each object's storage key), with how many more there are.
+func unreadable(err error, m StorageMigration) (string, bool) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return "", false
+	}
+	var objects []string
+	for _, cause := range status.Status().Details.Causes {
+		// /registry/<group>/<plural>/<namespace>/<name>, or without the
+		// namespace for a cluster-scoped kind.
+		parts := strings.Split(strings.TrimPrefix(cause.Field, "/"), "/")
+		if len(parts) < 4 || parts[1] != m.Group || parts[2] != m.Plural {
+			continue
+		}
+		if len(parts) == 5 {
+			objects = append(objects, describe(m.Kind, parts[3], parts[4]))
+		} else {
+			objects = append(objects, describe(m.Kind, "", parts[3]))
+		}
+	}
+	switch len(objects) {
+	case 0:
+		return "", false
+	case 1:
+		return objects[0], true
+	default:
+		return fmt.Sprintf("%s (and %d more)", objects[0], len(objects)-1), true
 	}
 }
 
