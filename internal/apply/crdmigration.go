@@ -270,9 +270,8 @@ func (mg *Migrator) rewrite(ctx context.Context, m StorageMigration) (int, error
 	if mg.Progress != nil {
 		mg.Progress(m, 0, len(keys))
 	}
-	gvk := schema.GroupVersionKind{Group: m.Group, Version: m.To, Kind: m.Kind}
 	for i, key := range keys {
-		if err := mg.rewriteOne(ctx, gvk, key); err != nil {
+		if err := mg.rewriteOne(ctx, m, key); err != nil {
 			return i, &ObjectMigrationError{Object: describe(m.Kind, key.Namespace, key.Name), Err: err}
 		}
 		if mg.Progress != nil && ((i+1)%page == 0 || i+1 == len(keys)) {
@@ -336,7 +335,8 @@ func unreadable(err error, m StorageMigration) (string, bool) {
 	}
 }
 
-func (mg *Migrator) rewriteOne(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) error {
+func (mg *Migrator) rewriteOne(ctx context.Context, m StorageMigration, key client.ObjectKey) error {
+	gvk := schema.GroupVersionKind{Group: m.Group, Version: m.To, Kind: m.Kind}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	if err := mg.Client.Get(ctx, key, obj); err != nil {
@@ -346,12 +346,34 @@ func (mg *Migrator) rewriteOne(ctx context.Context, gvk schema.GroupVersionKind,
 		return err
 	}
 	// The object as read, resourceVersion included: unchanged, and only
-	// if nobody wrote it since.
+	// if nobody wrote it since. Only its managedFields entries that name a
+	// dropped version are moved to the new one: the API server converts
+	// an object to the version of each entry on every apply, and would
+	// refuse any later server-side apply of it, the runtime owner's too,
+	// once the old version is gone.
+	obj.SetManagedFields(movedManagedFields(obj.GetManagedFields(), m))
 	err := mg.Client.Update(ctx, obj, client.FieldOwner(StorageMigrationFieldManager))
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// movedManagedFields are entries with the dropped versions of m replaced
+// by m.To. The field sets stay as they were: a conversion that renames
+// fields leaves their owner without them, which the next apply of that
+// owner sets right.
+func movedManagedFields(entries []metav1.ManagedFieldsEntry, m StorageMigration) []metav1.ManagedFieldsEntry {
+	moved := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		moved[i] = e
+		for _, v := range m.From {
+			if e.APIVersion == m.Group+"/"+v {
+				moved[i].APIVersion = m.Group + "/" + m.To
+			}
+		}
+	}
+	return moved
 }
 
 // trim takes the dropped versions out of the CRD's storedVersions: every

@@ -145,7 +145,10 @@ func storedGizmos(t *testing.T, group string, n int) (namespaces []string) {
 	}
 	for i := range n {
 		obj := gizmo(group, "v1alpha1", namespaces[i%2], fmt.Sprintf("g%03d", i), i)
-		g.Eventually(func() error { return runtimeClient.Create(ctx, obj) }).WithTimeout(timeout).Should(Succeed())
+		// Applied (server-side), so that its managedFields name v1alpha1.
+		g.Eventually(func() error {
+			return runtimeClient.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("someone"))
+		}).WithTimeout(timeout).Should(Succeed())
 	}
 	return namespaces
 }
@@ -222,6 +225,11 @@ func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 			g.Expect(item.Object["spec"]).To(Equal(map[string]any{"size": int64(i)}))
 		}
 	}).WithTimeout(timeout).Should(Succeed())
+
+	// Their owner can still apply them: their managedFields moved to v1.
+	again := gizmo(group, "v1", "migrate-apply-example-a", "g000", 42)
+	g.Expect(runtimeClient.Patch(ctx, again, client.Apply, client.ForceOwnership, client.FieldOwner("someone"))).To(Succeed())
+	g.Expect(again.Object["spec"]).To(Equal(map[string]any{"size": int64(42)}))
 
 	// Nothing left to migrate: planned again, there is no migration.
 	migrations, err = apply.PlanStorageMigrations(ctx, runtimeClient, []*unstructured.Unstructured{desired})
