@@ -128,7 +128,7 @@ func storedGizmos(t *testing.T, group string, n int) (namespaces []string) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	crd := gizmoCRD(group, "", "v1alpha1", "v1")
-	g.Expect(runtimeClient.Patch(ctx, crd, client.Apply, client.ForceOwnership, client.FieldOwner(apply.FieldManager))).To(Succeed())
+	g.Expect(runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.ForceOwnership, client.FieldOwner(apply.FieldManager))).To(Succeed())
 	t.Cleanup(func() { _ = runtimeClient.Delete(context.Background(), crd) })
 	g.Eventually(func(g Gomega) {
 		live := liveCRD(g, crd.GetName())
@@ -147,7 +147,7 @@ func storedGizmos(t *testing.T, group string, n int) (namespaces []string) {
 		obj := gizmo(group, "v1alpha1", namespaces[i%2], fmt.Sprintf("g%03d", i), i)
 		// Applied (server-side), so that its managedFields name v1alpha1.
 		g.Eventually(func() error {
-			return runtimeClient.Patch(ctx, obj, client.Apply, client.ForceOwnership, client.FieldOwner("someone"))
+			return runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.ForceOwnership, client.FieldOwner("someone"))
 		}).WithTimeout(timeout).Should(Succeed())
 	}
 	return namespaces
@@ -210,7 +210,7 @@ func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 
 	// The proof: the API server accepts the CRD without v1alpha1, and every
 	// object reads at v1, unchanged.
-	g.Expect(runtimeClient.Patch(ctx, desired, client.Apply, client.ForceOwnership, client.FieldOwner(apply.FieldManager))).To(Succeed())
+	g.Expect(runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.ForceOwnership, client.FieldOwner(apply.FieldManager))).To(Succeed())
 	g.Expect(liveCRD(g, "gizmos."+group).Spec.Versions).To(HaveLen(1))
 	g.Eventually(func(g Gomega) {
 		list := &unstructured.UnstructuredList{}
@@ -228,7 +228,8 @@ func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 
 	// Their owner can still apply them: their managedFields moved to v1.
 	again := gizmo(group, "v1", "migrate-apply-example-a", "g000", 42)
-	g.Expect(runtimeClient.Patch(ctx, again, client.Apply, client.ForceOwnership, client.FieldOwner("someone"))).To(Succeed())
+	g.Expect(runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(again.DeepCopy()), client.ForceOwnership, client.FieldOwner("someone"))).To(Succeed())
+	g.Expect(runtimeClient.Get(ctx, client.ObjectKeyFromObject(again), again)).To(Succeed())
 	g.Expect(again.Object["spec"]).To(Equal(map[string]any{"size": int64(42)}))
 
 	// Nothing left to migrate: planned again, there is no migration.

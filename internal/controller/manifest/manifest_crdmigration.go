@@ -17,14 +17,14 @@ import (
 )
 
 const (
-	// ReasonMigratingStoredVersions: a CRD of the new version drops a
+	// ReasonMigratingStoredVersions means a CRD of the new version drops a
 	// version objects are stored at; they are being rewritten at the new
 	// storage version before the new version is applied.
 	ReasonMigratingStoredVersions = "MigratingStoredVersions"
-	// ReasonStorageMigrationFailed: rewriting the stored objects of such a
+	// ReasonStorageMigrationFailed means rewriting the stored objects of such a
 	// CRD failed; the old CRD and the installed version are kept.
 	ReasonStorageMigrationFailed = "StorageMigrationFailed"
-	// ReasonStoredVersionsMigrated (an event): every stored object of a CRD
+	// ReasonStoredVersionsMigrated (an event) means every stored object of a CRD
 	// was rewritten and the old version left its storedVersions.
 	ReasonStoredVersionsMigrated = "StoredVersionsMigrated"
 )
