@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +112,10 @@ func mustUnstructured(doc string) *unstructured.Unstructured {
 	return u
 }
 
+// migrationRun makes each test's CRD group and namespaces new when the
+// tests run again in the same process (go test -count).
+var migrationRun atomic.Int64
+
 // timeout is generous: the package's API server is shared with the other
 // tests, on a loaded machine.
 const timeout = 60 * time.Second
@@ -188,8 +193,9 @@ func discoveryHash(t *testing.T) func(context.Context, string, string, string) (
 func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	const group, n = "migrate.apply.example", 130
-	storedGizmos(t, group, n)
+	const n = 130
+	group := fmt.Sprintf("migrate%d.apply.example", migrationRun.Add(1))
+	namespaces := storedGizmos(t, group, n)
 
 	desired := gizmoCRD(group, "", "v1")
 	migrations, err := apply.PlanStorageMigrations(ctx, runtimeClient, []*unstructured.Unstructured{desired})
@@ -227,7 +233,7 @@ func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 	}).WithTimeout(timeout).Should(Succeed())
 
 	// Their owner can still apply them: their managedFields moved to v1.
-	again := gizmo(group, "v1", "migrate-apply-example-a", "g000", 42)
+	again := gizmo(group, "v1", namespaces[0], "g000", 42)
 	g.Expect(runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(again.DeepCopy()), client.ForceOwnership, client.FieldOwner("someone"))).To(Succeed())
 	g.Expect(runtimeClient.Get(ctx, client.ObjectKeyFromObject(again), again)).To(Succeed())
 	g.Expect(again.Object["spec"]).To(Equal(map[string]any{"size": int64(42)}))
@@ -245,7 +251,7 @@ func TestMigratorRewritesEveryStoredObject(t *testing.T) {
 func TestMigratorThatFailsPutsTheCRDBack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	const group = "broken.apply.example"
+	group := fmt.Sprintf("broken%d.apply.example", migrationRun.Add(1))
 	namespaces := storedGizmos(t, group, 3)
 	before := liveCRD(g, "gizmos."+group)
 

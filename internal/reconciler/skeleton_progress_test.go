@@ -2,6 +2,8 @@ package reconciler_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,9 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 )
 
+// progressRun names each run's Manifest anew (go test -count).
+var progressRun atomic.Int64
+
 // TestReportProgressIsStoredDuringTheReconcile: each progress a phase
 // reports is in the stored status while the phase still runs, and the
 // phase's own outcome is written on top under the lock of the last
@@ -21,7 +26,8 @@ import (
 func TestReportProgressIsStoredDuringTheReconcile(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	newManifest(t, "progressing")
+	name := fmt.Sprintf("progressing-%d", progressRun.Add(1))
+	newManifest(t, name)
 
 	var seen []string
 	work := func(ctx context.Context, m *v1beta2.Manifest) reconciler.Outcome {
@@ -32,11 +38,11 @@ func TestReportProgressIsStoredDuringTheReconcile(t *testing.T) {
 		}
 		return reconciler.Ready("Ready", "Module is installed and ready", time.Minute)
 	}
-	result, err := reconciler.Run(ctx, kcp, get(g, "progressing"), phases("", work, nil))
+	result, err := reconciler.Run(ctx, kcp, get(g, name), phases("", work, nil))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result).To(Equal(ctrl.Result{RequeueAfter: time.Minute}), "the reconcile's outcome, not a conflict")
 	g.Expect(seen).To(Equal([]string{"1 of 2 done", "2 of 2 done"}))
-	g.Expect(get(g, "progressing").Status.State).To(Equal(v1beta2.StateReady))
+	g.Expect(get(g, name).Status.State).To(Equal(v1beta2.StateReady))
 
 	g.Expect(reconciler.ReportProgress(ctx, reconciler.Progressing("Working", "nowhere", 0))).To(BeFalse())
 }
