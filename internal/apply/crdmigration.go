@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,7 +194,9 @@ func (mg *Migrator) Migrate(ctx context.Context, m StorageMigration) (int, error
 		return 0, err
 	}
 	n, err := mg.rewriteAndTrim(ctx, m)
-	if err != nil && bridged {
+	// A migration cut off by the reconcile's deadline keeps the bridge:
+	// the next reconcile finds it in place and goes on.
+	if err != nil && bridged && ctx.Err() == nil {
 		if restoreErr := mg.restore(ctx, m); restoreErr != nil {
 			err = errors.Join(err, restoreErr)
 		}
@@ -266,19 +269,47 @@ func (mg *Migrator) rewrite(ctx context.Context, m StorageMigration) (int, error
 	if err != nil {
 		return 0, err
 	}
-	page := int(mg.pageSize())
 	if mg.Progress != nil {
 		mg.Progress(m, 0, len(keys))
 	}
-	for i, key := range keys {
-		if err := mg.rewriteOne(ctx, m, key); err != nil {
-			return i, &ObjectMigrationError{Object: describe(m.Kind, key.Namespace, key.Name), Err: err}
+	for start := 0; start < len(keys); start += int(mg.pageSize()) {
+		page := keys[start:min(start+int(mg.pageSize()), len(keys))]
+		if err := mg.rewritePage(ctx, m, page); err != nil {
+			return start, err
 		}
-		if mg.Progress != nil && ((i+1)%page == 0 || i+1 == len(keys)) {
-			mg.Progress(m, i+1, len(keys))
+		if mg.Progress != nil {
+			mg.Progress(m, start+len(page), len(keys))
 		}
 	}
 	return len(keys), nil
+}
+
+// rewritePage rewrites a page of objects, a few at a time; the error
+// names the first object in the page's order that failed.
+func (mg *Migrator) rewritePage(ctx context.Context, m StorageMigration, page []client.ObjectKey) error {
+	errs := make([]error, len(page))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(lookupConcurrency)
+	for i, key := range page {
+		g.Go(func() error {
+			if err := mg.rewriteOne(gctx, m, key); err != nil {
+				errs[i] = &ObjectMigrationError{Object: describe(m.Kind, key.Namespace, key.Name), Err: err}
+				return errs[i]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err == nil {
+		return nil
+	}
+	for _, err := range errs {
+		// The first in order, but not one that only saw the group's
+		// context cancelled by another's failure.
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return g.Wait()
 }
 
 func (mg *Migrator) list(ctx context.Context, m StorageMigration) ([]client.ObjectKey, error) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
@@ -274,4 +275,55 @@ func TestMigratorThatFailsPutsTheCRDBack(t *testing.T) {
 		g.Expect(runtimeClient.Get(ctx, client.ObjectKey{Namespace: namespaces[i%2], Name: fmt.Sprintf("g%03d", i)}, obj)).To(Succeed())
 		g.Expect(obj.Object["spec"]).To(Equal(map[string]any{"size": int64(i)}))
 	}
+}
+
+// TestMigratorWithWritersMeanwhile has others write while the migration
+// runs: one object is changed between the migration's read and its write
+// (the write meets a conflict, and must not undo the change), one is
+// deleted. The migration still succeeds, the old version can then be
+// dropped (the changed object was stored at the new version by the one
+// who changed it), and the change is there.
+func TestMigratorWithWritersMeanwhile(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	group := fmt.Sprintf("meanwhile%d.apply.example", migrationRun.Add(1))
+	namespaces := storedGizmos(t, group, 6)
+	changed := client.ObjectKey{Namespace: namespaces[0], Name: "g000"}
+	deleted := client.ObjectKey{Namespace: namespaces[1], Name: "g001"}
+
+	meanwhile := interceptor.NewClient(newWithWatch(t), interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			switch client.ObjectKeyFromObject(obj) {
+			case changed:
+				someone := gizmo(group, "v1", changed.Namespace, changed.Name, 99)
+				if err := runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(someone), client.ForceOwnership, client.FieldOwner("someone")); err != nil {
+					return err
+				}
+			case deleted:
+				if err := runtimeClient.Delete(ctx, gizmo(group, "v1", deleted.Namespace, deleted.Name, 0)); err != nil {
+					return err
+				}
+			}
+			return c.Update(ctx, obj, opts...)
+		},
+	})
+	desired := gizmoCRD(group, "", "v1")
+	migrations, err := apply.PlanStorageMigrations(ctx, runtimeClient, []*unstructured.Unstructured{desired})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(migrations).To(HaveLen(1))
+	_, err = (&apply.Migrator{Client: meanwhile, StorageHash: discoveryHash(t)}).Migrate(ctx, migrations[0])
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(runtimeClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired), client.ForceOwnership, client.FieldOwner(apply.FieldManager))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "GizmoList"})
+		g.Expect(runtimeClient.List(ctx, list)).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(5))
+		for _, item := range list.Items {
+			if client.ObjectKeyFromObject(&item) == changed {
+				g.Expect(item.Object["spec"]).To(Equal(map[string]any{"size": int64(99)}), "the migration does not undo a change made meanwhile")
+			}
+		}
+	}).WithTimeout(timeout).Should(Succeed())
 }
