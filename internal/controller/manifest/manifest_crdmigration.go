@@ -85,7 +85,7 @@ func storageMigrationFailed(m apply.StorageMigration, err error) reconciler.Outc
 		at = " at " + objErr.Object
 	}
 	return reconciler.Retry(ReasonStorageMigrationFailed, fmt.Sprintf(
-		"Migrating the stored objects of %s failed%s: %s. The CRD keeps version %s, the module stays at its installed version and nothing of the new one is applied; retrying with backoff. The Manifest's events give the error (a conversion webhook that does not answer, or an object the new version's schema refuses)",
+		"Migrating the stored objects of %s failed%s: %s. The CRD keeps version %s, the module stays at its installed version and nothing of the new one is applied; retrying with backoff. The Manifest's events give the error (a conversion webhook that does not answer, or a write that an admission webhook refuses)",
 		m, at, reconciler.Cause(err), joinVersions(m.From)), err)
 }
 
