@@ -224,11 +224,15 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 }
 
 // moduleReady tells, reading only, whether the module's default custom
-// resource exists and the module is Ready: what moduleState would find
-// for a module whose objects are unchanged, without creating anything.
+// resource exists, its record is current and the module is Ready: what
+// moduleState would find for a module whose objects are unchanged, without
+// creating or deleting anything.
 func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) bool {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
+		return false
+	}
+	if r.defaultResourcesStale(ctx, cluster, manifest, cr) {
 		return false
 	}
 	readiness, err := moduleReadiness(ctx, cluster.Client, manifest, cr, r.syncNamespace(manifest))

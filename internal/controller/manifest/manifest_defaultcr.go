@@ -240,3 +240,32 @@ func grantedResources(manifest *v1beta2.Manifest) []v1beta2.Resource {
 	}
 	return append(manifest.Status.Synced[:len(manifest.Status.Synced):len(manifest.Status.Synced)], manifest.Status.DefaultResources...)
 }
+
+// defaultResourcesStale tells, reading only, whether the record of the
+// module's default custom resources would change at a reconcile: under
+// CreateAndDelete when it holds an earlier one (to delete); under Ignore
+// when an earlier one is gone or no longer the module's. The periodic check
+// of a Ready Manifest (manifest_checks.go) then reconciles it; a record
+// that holds only the current one costs no read.
+func (r *Reconciler) defaultResourcesStale(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) bool {
+	var current *v1beta2.Resource
+	if cr != nil {
+		res := resourceOf(cr)
+		current = &res
+	}
+	earlier := earlierDefaults(manifest.Status.DefaultResources, current)
+	if len(earlier) == 0 {
+		return false
+	}
+	if manifest.Spec.CustomResourcePolicy != v1beta2.CustomResourcePolicyIgnore {
+		return true
+	}
+	owner := r.owner(manifest)
+	for _, res := range earlier {
+		live, err := readCustomResource(ctx, cluster.Client, res)
+		if err != nil || live == nil || !owner.Owns(live.Labels) {
+			return true
+		}
+	}
+	return false
+}
