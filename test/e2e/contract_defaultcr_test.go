@@ -466,3 +466,40 @@ func TestContractOwnersCustomResourceUnderDefaultName(t *testing.T) {
 	expectNoError(g, seen())
 }
 
+// TestContractDefaultCRTakenOverByOwner has the runtime owner take the
+// module's default custom resource over by removing the module's labels
+// from it: the record drops it, the module keeps using it and never writes
+// it, and removing the module leaves it, waiting, named, until the owner
+// deletes it.
+func TestContractDefaultCRTakenOverByOwner(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	k, m := installRenaming(t, "dcr-taken-over", v1beta2.CustomResourcePolicyCreateAndDelete)
+	seen := observeStates(t, k, m.name)
+
+	g.Eventually(func(g Gomega) {
+		first, err := m.sample(g, k, "first")
+		g.Expect(err).NotTo(HaveOccurred())
+		first.SetLabels(map[string]string{"team": "runtime-owner"})
+		g.Expect(k.runtime.client.Update(ctx, first)).To(Succeed())
+	}, timeout, interval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.manifest(g, m.name).Status.DefaultResources).To(BeEmpty(), "no longer the module's: dropped from the record")
+	}, timeout, interval).Should(Succeed())
+	k.expectModuleSays(t, m.name, v1beta2.StateReady, moduleReady)
+	first, err := m.sample(g, k, "first")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.GetLabels()).To(Equal(map[string]string{"team": "runtime-owner"}), "the module never writes it back")
+
+	k.withModules(t)
+	k.expectModuleSays(t, m.name, v1beta2.StateDeleting,
+		"Waiting for 1 custom resources that are not the module's to be deleted by their owners: TemplateSample kyma-system/first. Removing the module would delete them with its CRDs")
+	first, err = m.sample(g, k, "first")
+	g.Expect(err).NotTo(HaveOccurred(), "the owner's is never deleted with the module")
+	g.Expect(first.GetDeletionTimestamp()).To(BeNil())
+
+	m.deleteSample(t, k, "first")
+	expectRemoved(t, k, m, time.Now())
+	expectNoError(g, seen())
+}

@@ -235,8 +235,9 @@ func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, m
 	if r.defaultResourcesStale(ctx, cluster, manifest, cr) {
 		return false
 	}
-	readiness, err := moduleReadiness(ctx, cluster.Client, manifest, cr, r.syncNamespace(manifest))
-	return err == nil && readiness.State == v1beta2.StateReady
+	reader := watchDefault(cluster.Client, cr)
+	readiness, err := moduleReadiness(ctx, reader, manifest, cr, r.syncNamespace(manifest))
+	return err == nil && readiness.State == v1beta2.StateReady && !r.defaultRecordChanged(manifest, cr, reader)
 }
 
 // plan decides, reading the runtime as the connection's user, what the

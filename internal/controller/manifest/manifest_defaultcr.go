@@ -3,6 +3,7 @@ package manifest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -268,4 +269,45 @@ func (r *Reconciler) defaultResourcesStale(ctx context.Context, cluster *remote.
 		}
 	}
 	return false
+}
+
+// defaultReader reads through Reader and keeps the labels of the module's
+// default custom resource when it reads it: the readiness check reads it
+// anyway, so the periodic check learns whose it is without another read.
+type defaultReader struct {
+	client.Reader
+	gvk    schema.GroupVersionKind
+	key    client.ObjectKey
+	read   bool
+	labels map[string]string
+}
+
+// watchDefault is a defaultReader for cr; nil cr: nothing is kept.
+func watchDefault(c client.Reader, cr *unstructured.Unstructured) *defaultReader {
+	d := &defaultReader{Reader: c}
+	if cr != nil {
+		d.gvk, d.key = cr.GroupVersionKind(), client.ObjectKeyFromObject(cr)
+	}
+	return d
+}
+
+func (d *defaultReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := d.Reader.Get(ctx, key, obj, opts...)
+	if err == nil && key == d.key && obj.GetObjectKind().GroupVersionKind() == d.gvk {
+		d.read, d.labels = true, obj.GetLabels()
+	}
+	return err
+}
+
+// defaultRecordChanged tells whether what the readiness check read of the
+// default custom resource disagrees with the record: the runtime owner took
+// a recorded one over by removing the module's labels, or the module's one
+// is not recorded yet (a Manifest from before the record).
+func (r *Reconciler) defaultRecordChanged(manifest *v1beta2.Manifest, cr *unstructured.Unstructured, read *defaultReader) bool {
+	if cr == nil || !read.read {
+		return false
+	}
+	current := resourceOf(cr)
+	recorded := slices.ContainsFunc(manifest.Status.DefaultResources, func(r v1beta2.Resource) bool { return sameObject(r, current) })
+	return recorded != r.owner(manifest).Owns(read.labels)
 }
