@@ -70,9 +70,14 @@ func (r *Reconciler) ensureDefaultCustomResources(ctx context.Context, cluster *
 	owner := r.owner(manifest)
 	var finalizing []v1beta2.Resource
 	for _, res := range earlier {
-		live, err := readCustomResource(ctx, cluster.Client, res)
+		live, served, err := readCustomResource(ctx, cluster.Client, cluster.Mapper, res)
 		if err != nil {
 			return nil, err
+		}
+		if live != nil && served != res {
+			// Its CRD serves it at another version now: record that one.
+			manifest.Status.DefaultResources = withResource(manifest.Status.DefaultResources, served)
+			res = served
 		}
 		switch {
 		case live == nil || !owner.Owns(live.Labels):
@@ -121,6 +126,13 @@ func (r *Reconciler) deleteDefaultCustomResources(ctx context.Context, cluster *
 	}
 	var kept []v1beta2.Resource
 	for _, res := range manifest.Status.DefaultResources {
+		res, ok, err := servedVersion(cluster.Mapper, res)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // its kind is not served any more: it is gone with its CRD
+		}
 		deletion, err := apply.DeleteCustomResource(ctx, writer, objectOf(res), owner)
 		if err != nil {
 			return err
@@ -141,20 +153,49 @@ func replacingDefaultCustomResources(finalizing []v1beta2.Resource, after time.D
 		apply.Describe(finalizing, maxNamed)), after)
 }
 
-// readCustomResource reads the metadata of a recorded custom resource: nil
-// when it, or its kind, does not exist.
-func readCustomResource(ctx context.Context, c client.Reader, res v1beta2.Resource) (*metav1.PartialObjectMetadata, error) {
+// readCustomResource reads the metadata of a recorded custom resource, at
+// a version its kind is served at (servedVersion), and returns it with that
+// version: nil when it, or its kind, does not exist.
+func readCustomResource(ctx context.Context, c client.Reader, mapper meta.RESTMapper, res v1beta2.Resource) (*metav1.PartialObjectMetadata, v1beta2.Resource, error) {
+	res, ok, err := servedVersion(mapper, res)
+	if err != nil || !ok {
+		return nil, res, err
+	}
 	live := &metav1.PartialObjectMetadata{}
 	live.SetGroupVersionKind(schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind})
-	err := c.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: res.Name}, live)
+	err = c.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: res.Name}, live)
 	switch {
 	case err == nil:
-		return live, nil
+		return live, res, nil
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return nil, nil
+		return nil, res, nil
 	default:
-		return nil, fmt.Errorf("reading %s: %w", apply.Describe([]v1beta2.Resource{res}, 1), err)
+		return nil, res, fmt.Errorf("reading %s: %w", apply.Describe([]v1beta2.Resource{res}, 1), err)
 	}
+}
+
+// servedVersion is res at a version the runtime serves its kind at: the
+// recorded one while it is served, else the preferred one (a new version
+// of the module's CRD may drop the version it was recorded at; the object
+// is the same). ok is false when the kind is not served at all.
+func servedVersion(mapper meta.RESTMapper, res v1beta2.Resource) (v1beta2.Resource, bool, error) {
+	gk := schema.GroupKind{Group: res.Group, Kind: res.Kind}
+	_, err := mapper.RESTMapping(gk, res.Version)
+	if err == nil {
+		return res, true, nil
+	}
+	if !meta.IsNoMatchError(err) {
+		return res, false, fmt.Errorf("looking up kind %s: %w", gk, err)
+	}
+	mapping, err := mapper.RESTMapping(gk)
+	switch {
+	case meta.IsNoMatchError(err):
+		return res, false, nil
+	case err != nil:
+		return res, false, fmt.Errorf("looking up kind %s: %w", gk, err)
+	}
+	res.Version = mapping.GroupVersionKind.Version
+	return res, true, nil
 }
 
 func resourceOf(obj *unstructured.Unstructured) v1beta2.Resource {
@@ -263,8 +304,8 @@ func (r *Reconciler) defaultResourcesStale(ctx context.Context, cluster *remote.
 	}
 	owner := r.owner(manifest)
 	for _, res := range earlier {
-		live, err := readCustomResource(ctx, cluster.Client, res)
-		if err != nil || live == nil || !owner.Owns(live.Labels) {
+		live, served, err := readCustomResource(ctx, cluster.Client, cluster.Mapper, res)
+		if err != nil || live == nil || !owner.Owns(live.Labels) || served != res {
 			return true
 		}
 	}

@@ -3,8 +3,10 @@ package manifest
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
@@ -143,4 +145,75 @@ func equalResources(a, b []v1beta2.Resource) bool {
 		}
 	}
 	return true
+}
+
+func TestDefaultRecordChanged(t *testing.T) {
+	first := sampleResource("v1alpha1", "Sample", "first")
+	cr := objectOf(first)
+	modules := map[string]string{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: "kyma", v1beta2.ModuleNameLabel: "sample",
+	}
+	othersModule := map[string]string{
+		v1beta2.ManagedByLabel: v1beta2.ManagedByValue, v1beta2.KymaNameLabel: "kyma", v1beta2.ModuleNameLabel: "other",
+	}
+	tests := []struct {
+		name     string
+		recorded []v1beta2.Resource
+		cr       *unstructured.Unstructured
+		read     bool
+		labels   map[string]string
+		want     bool
+	}{
+		{"the module's and recorded", []v1beta2.Resource{first}, cr, true, modules, false},
+		{"the owner's and not recorded", nil, cr, true, map[string]string{"team": "a"}, false},
+		{"taken over: labels removed from a recorded one", []v1beta2.Resource{first}, cr, true, nil, true},
+		{"labelled for another module", []v1beta2.Resource{first}, cr, true, othersModule, true},
+		{"the module's, not recorded yet (a Manifest from before the record)", nil, cr, true, modules, true},
+		{"recorded at another version", []v1beta2.Resource{sampleResource("v1", "Sample", "first")}, cr, true, modules, false},
+		{"not read (the manager is not ready, or it is missing): no answer", []v1beta2.Resource{first}, cr, false, nil, false},
+		{"no default custom resource (Ignore)", []v1beta2.Resource{first}, nil, false, nil, false},
+	}
+	r := &Reconciler{SyncNamespace: "kyma-system"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			manifest := &v1beta2.Manifest{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1beta2.KymaNameLabel: "kyma"}},
+				Spec:       v1beta2.ManifestSpec{ModuleName: "sample"},
+				Status:     v1beta2.ManifestStatus{DefaultResources: tt.recorded},
+			}
+			read := &defaultReader{read: tt.read, labels: tt.labels}
+			if got := r.defaultRecordChanged(manifest, tt.cr, read); got != tt.want {
+				t.Errorf("defaultRecordChanged = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestServedVersion(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{
+		{Group: "operator.kyma-project.io", Version: "v1beta1"}, {Group: "operator.kyma-project.io", Version: "v1alpha2"},
+	})
+	// The CRD serves Sample at v1beta1 (preferred) and v1alpha2; v1alpha1
+	// was dropped.
+	mapper.Add(schema.GroupVersionKind{Group: "operator.kyma-project.io", Version: "v1beta1", Kind: "Sample"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Group: "operator.kyma-project.io", Version: "v1alpha2", Kind: "Sample"}, meta.RESTScopeNamespace)
+	tests := []struct {
+		name    string
+		res     v1beta2.Resource
+		want    v1beta2.Resource
+		wantOK  bool
+		wantErr bool
+	}{
+		{"served at its version", sampleResource("v1alpha2", "Sample", "first"), sampleResource("v1alpha2", "Sample", "first"), true, false},
+		{"its version was dropped: the preferred one", sampleResource("v1alpha1", "Sample", "first"), sampleResource("v1beta1", "Sample", "first"), true, false},
+		{"its kind is not served at all", sampleResource("v1alpha1", "Gone", "first"), sampleResource("v1alpha1", "Gone", "first"), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok, err := servedVersion(mapper, tt.res)
+			if (err != nil) != tt.wantErr || ok != tt.wantOK || got != tt.want {
+				t.Errorf("servedVersion(%v) = %v, %v, %v; want %v, %v", tt.res, got, ok, err, tt.want, tt.wantOK)
+			}
+		})
+	}
 }
