@@ -326,7 +326,8 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 
 // ensureCustomResource creates the module's default custom resource when it
 // is absent, as the module's identity; one that exists is used as it is.
-// It says what it found or did.
+// It says what it found or did; with no cr (Ignore, or none in the
+// module), CustomResourceNotOurs: there is none of the module's to use.
 func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) (apply.CustomResourceState, error) {
 	if cr == nil {
 		return apply.CustomResourceNotOurs, nil
