@@ -453,6 +453,11 @@ func (in *ManifestStatus) DeepCopyInto(out *ManifestStatus) {
 		*out = make([]Resource, len(*in))
 		copy(*out, *in)
 	}
+	if in.DefaultResources != nil {
+		in, out := &in.DefaultResources, &out.DefaultResources
+		*out = make([]Resource, len(*in))
+		copy(*out, *in)
+	}
 	if in.Access != nil {
 		in, out := &in.Access, &out.Access
 		*out = new(ModuleAccess)
