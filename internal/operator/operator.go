@@ -372,7 +372,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// Every shard holds modules under a ModuleRollout until the
 		// rollout's plan lets their Kyma move: with no planner running,
 		// a rollout holds (fails closed) rather than moving the fleet at once.
-		Rollouts:    true,
+		Rollouts:      true,
 		Maintenance:   opts.MaintenanceWindows,
 		UpgradePolicy: opts.UpgradePolicy,
 		Clock:         opts.Clock,

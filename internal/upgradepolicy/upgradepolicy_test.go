@@ -54,16 +54,16 @@ func TestFor(t *testing.T) {
 // always has one), an unknown mode, a bad selector, an unknown field.
 func TestParseRefusesMistakes(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"no forceAfter": {"policies:\n  - name: a\n    upgrade: Manual\n", `upgrade policy 0 ("a"): forceAfter 0s: must be more than zero`},
-		"zero forceAfter": {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 0s\n", `forceAfter 0s: must be more than zero`},
+		"no forceAfter":       {"policies:\n  - name: a\n    upgrade: Manual\n", `upgrade policy 0 ("a"): forceAfter 0s: must be more than zero`},
+		"zero forceAfter":     {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 0s\n", `forceAfter 0s: must be more than zero`},
 		"negative forceAfter": {"policies:\n  - name: a\n    upgrade: Automatic\n    forceAfter: -1h\n", `forceAfter -1h0m0s: must be more than zero`},
-		"unknown mode": {"policies:\n  - name: a\n    upgrade: manual\n    forceAfter: 1h\n", `upgrade "manual": use Automatic or Manual`},
-		"empty mode": {"policies:\n  - name: a\n    forceAfter: 1h\n", `upgrade "": use Automatic or Manual`},
-		"no name": {"policies:\n  - upgrade: Manual\n    forceAfter: 1h\n", `upgrade policy 0 (""): name is empty`},
-		"bad selector": {"policies:\n  - name: a\n    selector: {matchExpressions: [{key: k, operator: Like}]}\n    upgrade: Manual\n    forceAfter: 1h\n", `selector:`},
-		"unknown field": {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 1h\n    force: true\n", `unknown field "force"`},
-		"bad duration": {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: a month\n", `upgrade policies:`},
-		"second entry": {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 1h\n  - name: b\n    upgrade: Manual\n", `upgrade policy 1 ("b")`},
+		"unknown mode":        {"policies:\n  - name: a\n    upgrade: manual\n    forceAfter: 1h\n", `upgrade "manual": use Automatic or Manual`},
+		"empty mode":          {"policies:\n  - name: a\n    forceAfter: 1h\n", `upgrade "": use Automatic or Manual`},
+		"no name":             {"policies:\n  - upgrade: Manual\n    forceAfter: 1h\n", `upgrade policy 0 (""): name is empty`},
+		"bad selector":        {"policies:\n  - name: a\n    selector: {matchExpressions: [{key: k, operator: Like}]}\n    upgrade: Manual\n    forceAfter: 1h\n", `selector:`},
+		"unknown field":       {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 1h\n    force: true\n", `unknown field "force"`},
+		"bad duration":        {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: a month\n", `upgrade policies:`},
+		"second entry":        {"policies:\n  - name: a\n    upgrade: Manual\n    forceAfter: 1h\n  - name: b\n    upgrade: Manual\n", `upgrade policy 1 ("b")`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

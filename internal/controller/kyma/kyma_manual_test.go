@@ -61,7 +61,11 @@ func TestHoldForManualUpgrade(t *testing.T) {
 			want: offered("2.0.0", manualNow, month),
 			held: "Version 2.0.0 waits for the runtime owner's approval (spec.approvedUpgrades in the runtime's Kyma) until 2026-12-31T10:00:00Z, when it is installed without it; 1.0.0 stays installed"},
 		"manual approved": {installed: "1.0.0", mode: v1beta2.UpgradeManual, owner: approve("2.0.0"),
-			want: func() *v1beta2.ManualUpgradeStatus { mu := offered("2.0.0", manualNow, month); mu.Approved = true; return mu }()},
+			want: func() *v1beta2.ManualUpgradeStatus {
+				mu := offered("2.0.0", manualNow, month)
+				mu.Approved = true
+				return mu
+			}()},
 		"another version approved": {installed: "1.0.0", mode: v1beta2.UpgradeManual, owner: approve("1.5.0"),
 			want: offered("2.0.0", manualNow, month),
 			held: "Version 2.0.0 waits for the runtime owner's approval (spec.approvedUpgrades in the runtime's Kyma) until 2026-12-31T10:00:00Z, when it is installed without it; 1.0.0 stays installed. The approval of 1.5.0 does not count for 2.0.0"},
@@ -81,9 +85,9 @@ func TestHoldForManualUpgrade(t *testing.T) {
 		"a newer version keeps the first offer's time": {installed: "1.0.0", mode: v1beta2.UpgradeManual, stored: offered("1.5.0", manualNow.Add(-time.Hour), month),
 			want: offered("2.0.0", manualNow.Add(-time.Hour), month),
 			held: "Version 2.0.0 waits for the runtime owner's approval (spec.approvedUpgrades in the runtime's Kyma) until 2026-12-31T09:00:00Z, when it is installed without it; 1.0.0 stays installed"},
-		"fresh install": {mode: v1beta2.UpgradeManual},
-		"version reached": {installed: "2.0.0", mode: v1beta2.UpgradeManual, stored: offered("2.0.0", manualNow.Add(-time.Hour), month)},
-		"downgrade":       {installed: "3.0.0", mode: v1beta2.UpgradeManual},
+		"fresh install":              {mode: v1beta2.UpgradeManual},
+		"version reached":            {installed: "2.0.0", mode: v1beta2.UpgradeManual, stored: offered("2.0.0", manualNow.Add(-time.Hour), month)},
+		"downgrade":                  {installed: "3.0.0", mode: v1beta2.UpgradeManual},
 		"switched back to automatic": {installed: "1.0.0", mode: v1beta2.UpgradeAutomatic, stored: offered("2.0.0", manualNow.Add(-time.Hour), month)},
 		"an error keeps the record": {installed: "1.0.0", mode: v1beta2.UpgradeManual, stored: offered("2.0.0", manualNow.Add(-time.Hour), month),
 			err: resolve.ErrNotVisible, want: offered("2.0.0", manualNow.Add(-time.Hour), month)},
