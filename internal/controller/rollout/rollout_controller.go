@@ -298,7 +298,7 @@ func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpe
 		rt := Runtime{
 			Kyma: k.Name, Labels: k.Labels, Version: m.Spec.Version, State: m.Status.State,
 			Current: m.Status.ObservedGeneration == m.Generation && readyConditionCurrent(m),
-			Blocked: r.blocked(k, template, now),
+			Blocked: r.blocked(k, spec.ModuleName, template, now),
 		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, "Ready"); c != nil {
 			rt.Message = c.Message
@@ -311,14 +311,18 @@ func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpe
 
 // blocked says why the Kyma's runtime cannot move to the template's
 // version now, or "" when it can: work on it is paused or it hibernates
-// (the Kyma controller does nothing for it), or the version requires
+// (the Kyma controller does nothing for it), the module upgrades manually
+// and waits for the runtime owner's approval, or the version requires
 // downtime and its maintenance window is closed.
-func (r *Reconciler) blocked(k *v1beta2.Kyma, template *v1beta2.ModuleTemplate, now time.Time) string {
+func (r *Reconciler) blocked(k *v1beta2.Kyma, module string, template *v1beta2.ModuleTemplate, now time.Time) string {
 	if sleep, asleep := r.Pause.Asleep(k); asleep {
 		return fmt.Sprintf("hibernated until %s", sleep.Until.UTC().Format(time.RFC3339))
 	}
 	if r.Pause.Paused(k) {
 		return "paused: its Kyma is labelled " + v1beta2.SkipReconciliationLabel + "=true or matches --pause-selector"
+	}
+	if reason := waitsForOwner(k, module, now); reason != "" {
+		return reason
 	}
 	if r.Maintenance == nil || template == nil || !template.Spec.RequiresDowntime || k.Spec.SkipMaintenanceWindows {
 		return ""
@@ -329,6 +333,21 @@ func (r *Reconciler) blocked(k *v1beta2.Kyma, template *v1beta2.ModuleTemplate, 
 		return "the version requires downtime and no maintenance window matches the Kyma"
 	case !slot.Open(now):
 		return fmt.Sprintf("outside its maintenance window %s until %s", slot.Window, slot.At.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// waitsForOwner says, for a Kyma whose status records a manual upgrade of
+// the module that is neither approved nor forced and whose deadline is
+// ahead, that it waits for the runtime owner (internal/controller/kyma,
+// kyma_manual.go), or "".
+func waitsForOwner(k *v1beta2.Kyma, module string, now time.Time) string {
+	for _, ms := range k.Status.Modules {
+		mu := ms.ManualUpgrade
+		if ms.Name != module || mu == nil || mu.Approved || mu.Forced || !now.Before(mu.ForceAt.Time) {
+			continue
+		}
+		return fmt.Sprintf("waiting for the runtime owner's approval of %s until %s", mu.Version, mu.ForceAt.UTC().Format(time.RFC3339))
 	}
 	return ""
 }
