@@ -419,10 +419,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// Kyma controller obeys it.
 		planner := &rollout.Reconciler{
 			Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock,
-			Content:     content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
-			Pause:       paused,
-			Maintenance: opts.MaintenanceWindows,
-			Poll:        opts.RolloutPoll,
+			Content:       content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
+			Pause:         paused,
+			Maintenance:   opts.MaintenanceWindows,
+			UpgradePolicy: opts.UpgradePolicy,
+			Poll:          opts.RolloutPoll,
 		}
 		var fleet cache.Cache
 		var manifests client.Reader = mgr.GetClient()

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 // Manual upgrades (issue 32, KLM epic #2678). A module that upgrades
@@ -64,8 +65,8 @@ func holdForManualUpgrade(r *Reconciler, c holdCase) verdict {
 	case mu.Forced:
 		if stored == nil || !stored.Forced {
 			r.events.Normal(c.kyma, ReasonManualUpgradeForced, fmt.Sprintf(
-				"Module %s: version %s is installed without the runtime owner's approval: its deadline %s passed; %s was installed",
-				c.module.Name, mu.Version, mu.ForceAt.UTC().Format(time.RFC3339), c.existing.Spec.Version))
+				"Module %s: version %s replaces %s without the runtime owner's approval, as soon as rollouts and maintenance windows let it: its deadline %s passed",
+				c.module.Name, mu.Version, c.existing.Spec.Version, mu.ForceAt.UTC().Format(time.RFC3339)))
 		}
 		return verdict{}
 	}
@@ -117,6 +118,28 @@ func (r *Reconciler) upgradeMode(c holdCase) (v1beta2.UpgradeMode, time.Duration
 		return c.owner.upgrade[c.module.Name], forceAfter
 	}
 	return groupMode, forceAfter
+}
+
+// UpgradeModeOf is how a Kyma's module upgrades, as the Kyma's spec and
+// the runtime module list in its status say (for the rollout planner,
+// which does not read runtimes): the control plane's entry's mode, else
+// the runtime owner's entry's, else the label group's policy.
+func UpgradeModeOf(kyma *v1beta2.Kyma, module string, policy *upgradepolicy.Policy) v1beta2.UpgradeMode {
+	for _, list := range [][]v1beta2.Module{kyma.Spec.Modules, kyma.Status.RuntimeModules} {
+		for _, m := range list {
+			if m.Name == module && m.Upgrade != "" {
+				return m.Upgrade
+			}
+		}
+	}
+	mode, _ := policy.For(kyma.Labels)
+	return mode
+}
+
+// Approves tells whether an approval names the module with exactly this
+// version.
+func Approves(approved []v1beta2.UpgradeApproval, module, version string) bool {
+	return approves(approved, module, version)
 }
 
 // approves tells whether an approval names the module with exactly this

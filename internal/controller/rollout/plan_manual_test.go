@@ -8,7 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
+
+// shopMove is a runtime's move of shop from 1.0.0 to 2.0.0.
+var shopMove = toward{module: "shop", from: "1.0.0", to: "2.0.0"}
 
 // manualKyma is a Kyma whose status records a manual upgrade of shop to
 // 2.0.0, due at forceAt.
@@ -29,16 +33,38 @@ func TestBlockedWaitsForTheRuntimeOwner(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	deadline := now.Add(time.Hour)
 	r := &Reconciler{}
-	g.Expect(r.blocked(manualKyma(deadline, false, false), "shop", nil, now)).To(Equal("waiting for the runtime owner's approval of 2.0.0 until 2026-12-03T11:00:00Z"))
-	g.Expect(r.blocked(manualKyma(deadline, true, false), "shop", nil, now)).To(BeEmpty(), "approved")
-	g.Expect(r.blocked(manualKyma(deadline, false, true), "shop", nil, now)).To(BeEmpty(), "forced")
-	g.Expect(r.blocked(manualKyma(now, false, false), "shop", nil, now)).To(BeEmpty(), "the deadline is now: the Kyma controller installs it")
-	g.Expect(r.blocked(manualKyma(deadline, false, false), "cart", nil, now)).To(Equal("waiting for the runtime owner's approval of 9.0.0 until 2026-12-03T11:00:00Z"))
-	g.Expect(r.blocked(manualKyma(deadline, false, false), "blog", nil, now)).To(BeEmpty(), "no manual upgrade of this module")
+	g.Expect(r.blocked(manualKyma(deadline, false, false), shopMove, nil, now)).To(Equal("waiting for the runtime owner's approval of 2.0.0 until 2026-12-03T11:00:00Z"))
+	g.Expect(r.blocked(manualKyma(deadline, true, false), shopMove, nil, now)).To(BeEmpty(), "approved")
+	g.Expect(r.blocked(manualKyma(deadline, false, true), shopMove, nil, now)).To(BeEmpty(), "forced")
+	g.Expect(r.blocked(manualKyma(now, false, false), shopMove, nil, now)).To(BeEmpty(), "the deadline is now: the Kyma controller installs it")
+	g.Expect(r.blocked(manualKyma(deadline, false, false), toward{module: "cart", from: "1.0.0", to: "2.0.0"}, nil, now)).To(Equal("waiting for the runtime owner's approval of 9.0.0 until 2026-12-03T11:00:00Z"))
+	g.Expect(r.blocked(manualKyma(deadline, false, false), toward{module: "blog", from: "1.0.0", to: "2.0.0"}, nil, now)).To(BeEmpty(), "no manual upgrade of this module")
+
+	// The channel just moved: the Kyma controller has not recorded the
+	// offer yet, but the module upgrades manually (its entry, the runtime
+	// owner's entry, or the label group's policy), and nothing approves
+	// 2.0.0 in the control plane: it waits too, so that no wave takes it.
+	fresh := &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "kyma-00", Labels: map[string]string{"tier": "regulated"}}}
+	fresh.Status.RuntimeModules = []v1beta2.Module{{Name: "shop", Upgrade: v1beta2.UpgradeManual}}
+	g.Expect(r.blocked(fresh, shopMove, nil, now)).To(Equal("waiting for the runtime owner's approval of 2.0.0"))
+	g.Expect(r.blocked(fresh, toward{module: "shop", from: "3.0.0", to: "2.0.0"}, nil, now)).To(BeEmpty(), "a rollback does not wait")
+	g.Expect(r.blocked(fresh, toward{module: "shop", from: "", to: "2.0.0"}, nil, now)).To(BeEmpty(), "a fresh install does not wait")
+	fresh.Spec.Modules = []v1beta2.Module{{Name: "shop", Upgrade: v1beta2.UpgradeAutomatic}}
+	g.Expect(r.blocked(fresh, shopMove, nil, now)).To(BeEmpty(), "the control plane's entry wins")
+	fresh.Spec.Modules = nil
+	fresh.Spec.ApprovedUpgrades = []v1beta2.UpgradeApproval{{Module: "shop", Version: "2.0.0"}}
+	g.Expect(r.blocked(fresh, shopMove, nil, now)).To(BeEmpty(), "approved in the control plane")
+	fresh.Spec.ApprovedUpgrades = nil
+	fresh.Status.RuntimeModules = nil
+	g.Expect(r.blocked(fresh, shopMove, nil, now)).To(BeEmpty(), "automatic")
+	regulated, err := upgradepolicy.Parse([]byte("policies:\n  - name: regulated\n    selector: {matchLabels: {tier: regulated}}\n    upgrade: Manual\n    forceAfter: 1h\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	r.UpgradePolicy = regulated
+	g.Expect(r.blocked(fresh, shopMove, nil, now)).To(Equal("waiting for the runtime owner's approval of 2.0.0"), "the label group's policy")
 
 	paused := manualKyma(deadline, false, false)
 	paused.Labels = map[string]string{v1beta2.SkipReconciliationLabel: "true"}
-	g.Expect(r.blocked(paused, "shop", nil, now)).To(HavePrefix("paused"), "a paused runtime does nothing at all: that comes first")
+	g.Expect(r.blocked(paused, shopMove, nil, now)).To(HavePrefix("paused"), "a paused runtime does nothing at all: that comes first")
 }
 
 // The wave counts a runtime that waits for its owner as pending, with the
@@ -53,7 +79,7 @@ func TestPlanCountsRuntimesWaitingForTheirOwnerAsPending(t *testing.T) {
 	spec.ProgressDeadline = metav1.Duration{Duration: 10 * time.Minute}
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	r := &Reconciler{}
-	waiting := r.blocked(manualKyma(now.Add(720*time.Hour), false, false), "shop", nil, now)
+	waiting := r.blocked(manualKyma(now.Add(720*time.Hour), false, false), shopMove, nil, now)
 	status, _, _ := Plan(spec, v1beta2.ModuleRolloutStatus{}, v1, f.runtimes, now)
 	f.runtimes[2].Blocked = waiting
 
