@@ -103,20 +103,12 @@ func main() {
 		}
 		opts.MaintenanceWindows = policy
 	}
-	if forceAfter <= 0 {
-		fmt.Fprintf(os.Stderr, "--manual-upgrade-force-after %s: must be more than zero: a manual upgrade always has a deadline\n", forceAfter)
-		os.Exit(2)
+	upgrades, err := upgradepolicy.New(upgradePolicies, forceAfter)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	opts.UpgradePolicy = &upgradepolicy.Policy{ForceAfter: forceAfter}
-	if upgradePolicies != "" {
-		policy, err := upgradepolicy.Load(upgradePolicies)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		policy.ForceAfter = forceAfter
-		opts.UpgradePolicy = policy
-	}
+	opts.UpgradePolicy = upgrades
 	if hibernationSchedules != "" {
 		schedules, err := hibernation.Load(hibernationSchedules)
 		if err != nil {

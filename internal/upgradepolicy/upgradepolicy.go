@@ -43,6 +43,24 @@ type Entry struct {
 	ForceAfter metav1.Duration `json:"forceAfter"`
 }
 
+// New is the operator's policy: the file at path (none when empty), and
+// forceAfter for Kymas that no entry matches. A forceAfter of zero or less
+// is refused: a manual upgrade always has a deadline.
+func New(path string, forceAfter time.Duration) (*Policy, error) {
+	if forceAfter <= 0 {
+		return nil, fmt.Errorf("--manual-upgrade-force-after %s: must be more than zero: a manual upgrade always has a deadline", forceAfter)
+	}
+	p := &Policy{}
+	if path != "" {
+		var err error
+		if p, err = Load(path); err != nil {
+			return nil, err
+		}
+	}
+	p.ForceAfter = forceAfter
+	return p, nil
+}
+
 // Load reads and checks a policy file; every mistake is named with the
 // entry it is in.
 func Load(path string) (*Policy, error) {

@@ -1,6 +1,8 @@
 package upgradepolicy
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -73,4 +75,31 @@ func TestParseRefusesMistakes(t *testing.T) {
 	}
 	_, err := Load("/nonexistent/upgrade-policies.yaml")
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("reading upgrade policies")))
+}
+
+// The operator's policy: the file, if any, and the default deadline, which
+// must be more than zero.
+func TestNew(t *testing.T) {
+	g := NewWithT(t)
+	p, err := New("", 48*time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	mode, after := p.For(nil)
+	g.Expect(mode).To(Equal(v1beta2.UpgradeAutomatic))
+	g.Expect(after).To(Equal(48 * time.Hour))
+
+	path := filepath.Join(t.TempDir(), "upgrade-policies.yaml")
+	g.Expect(os.WriteFile(path, []byte(policyYAML), 0o600)).To(Succeed())
+	p, err = New(path, 48*time.Hour)
+	g.Expect(err).NotTo(HaveOccurred())
+	mode, after = p.For(map[string]string{"tier": "regulated"})
+	g.Expect(mode).To(Equal(v1beta2.UpgradeManual))
+	g.Expect(after).To(Equal(168 * time.Hour))
+
+	_, err = New("", 0)
+	g.Expect(err).To(MatchError(ContainSubstring("--manual-upgrade-force-after 0s: must be more than zero")))
+	_, err = New("", -time.Hour)
+	g.Expect(err).To(MatchError(ContainSubstring("must be more than zero")))
+	g.Expect(os.WriteFile(path, []byte("policies:\n  - name: a\n    upgrade: Manual\n"), 0o600)).To(Succeed())
+	_, err = New(path, time.Hour)
+	g.Expect(err).To(MatchError(ContainSubstring(`upgrade policy 0 ("a"): forceAfter 0s`)))
 }

@@ -114,6 +114,28 @@ func TestManualUpgradeWaitsForTheOwnersApproval(t *testing.T) {
 		g.Expect(manifestOf(g, name, module).Spec.Version).To(Equal("1.0.0"))
 	}, 2*time.Second, interval).Should(Succeed())
 
+	// The owner cannot move the deadline by editing the runtime Kyma's
+	// status: it mirrors the control plane's, which alone is read.
+	rk := &v1beta2.Kyma{}
+	Expect(env.rtClient.Get(context.Background(), runtimeKey(name), rk)).To(Succeed())
+	forged := rk.DeepCopy()
+	for i := range forged.Status.Modules {
+		if forged.Status.Modules[i].ManualUpgrade != nil {
+			forged.Status.Modules[i].ManualUpgrade.ForceAt.Time = forceAt.Add(365 * 24 * time.Hour)
+			forged.Status.Modules[i].ManualUpgrade.Approved = true
+		}
+	}
+	Expect(env.rtClient.Status().Patch(context.Background(), forged, client.MergeFrom(rk))).To(Succeed())
+	Eventually(func(g Gomega) {
+		touch(name)
+		mirrored := statusOf(g, env.rtClient, runtimeKey(name), module)
+		g.Expect(mirrored.ManualUpgrade).NotTo(BeNil())
+		g.Expect(mirrored.ManualUpgrade.ForceAt.Time).To(BeTemporally("==", forceAt), "the mirror is written back")
+		g.Expect(mirrored.ManualUpgrade.Approved).To(BeFalse())
+		g.Expect(statusOf(g, env.kcpClient, kcpKey(name), module).Message).To(Equal(want))
+	}, timeout, interval).Should(Succeed())
+	Expect(manifestOf(Default, name, module).Spec.Version).To(Equal("1.0.0"))
+
 	// A day later, and an approval of a version that is not offered: the
 	// deadline is still the first offer's.
 	clock.SetTime(offeredAt.Add(24 * time.Hour))

@@ -85,8 +85,8 @@ func (r *Reconciler) manualUpgrade(c holdCase, stored *v1beta2.ManualUpgradeStat
 	switch {
 	case module.Err != nil || module.Template == nil:
 		return stored // nothing to decide on: what was recorded stays
-	case existing == nil, existing.Spec.Version == module.Version, older(module.Version, existing.Spec.Version):
-		return nil // a fresh install, the version reached, or a downgrade
+	case existing == nil, existing.Spec.Version == module.Version, older(module.Version, existing.Spec.Version), !module.Spec.Managed:
+		return nil // a fresh install, the version reached, a downgrade, or a module let go
 	}
 	if ro := governing(c.rollouts, module); ro != nil && rolledBack(ro.Status, module.Version) {
 		return nil // the rollout takes the fleet back from this version
