@@ -59,6 +59,66 @@ type KymaSpec struct {
 	// +kubebuilder:validation:Pattern:=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength:=63
 	SyncNamespace string `json:"syncNamespace,omitempty"`
+
+	// ApprovedUpgrades are the upgrades the runtime owner approved for
+	// modules that upgrade manually (upgrade: Manual): one entry per module,
+	// naming exactly the version that may be installed. The runtime's own
+	// Kyma is where the owner sets it; the control plane's Kyma counts too,
+	// so that an SRE can approve for the owner. It names modules rather
+	// than being a field of a module entry so that it works for modules
+	// only the control plane's Kyma lists.
+	// +optional
+	// +listType=map
+	// +listMapKey=module
+	// +kubebuilder:validation:MaxItems:=64
+	ApprovedUpgrades []UpgradeApproval `json:"approvedUpgrades,omitempty"`
+}
+
+// UpgradeApproval approves one module's upgrade to one version.
+type UpgradeApproval struct {
+	// Module is the module's name.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=64
+	Module string `json:"module"`
+	// Version is the version approved; another version still waits.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=64
+	Version string `json:"version"`
+}
+
+// UpgradeMode says whether a module's new versions are installed at once or
+// wait for the runtime owner.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type UpgradeMode string
+
+// Upgrade modes.
+const (
+	// UpgradeAutomatic installs a new version as soon as the other holds
+	// (rollout wave, maintenance window) let it.
+	UpgradeAutomatic UpgradeMode = "Automatic"
+	// UpgradeManual keeps the installed version until the runtime owner
+	// approves the new one (spec.approvedUpgrades) or its deadline passes.
+	UpgradeManual UpgradeMode = "Manual"
+)
+
+// ManualUpgradeStatus is a newer version that waits for the runtime
+// owner's approval, and its deadline.
+type ManualUpgradeStatus struct {
+	// Version is the version waiting. A newer one offered while one waits
+	// replaces it and keeps OfferedAt.
+	Version string `json:"version"`
+	// OfferedAt is when this Kyma first saw a newer version of the module
+	// while it upgraded manually.
+	OfferedAt metav1.Time `json:"offeredAt"`
+	// ForceAt is OfferedAt plus the label group's forceAfter: from then on
+	// the version is installed without approval.
+	ForceAt metav1.Time `json:"forceAt"`
+	// Approved says that spec.approvedUpgrades names this version.
+	// +optional
+	Approved bool `json:"approved,omitempty"`
+	// Forced says that the deadline passed without approval.
+	// +optional
+	Forced bool `json:"forced,omitempty"`
 }
 
 // Module is one module a runtime should have.
@@ -112,6 +172,13 @@ type Module struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
 	Values *runtime.RawExtension `json:"values,omitempty"`
+
+	// Upgrade says whether new versions of the module are installed at
+	// once (Automatic) or wait for the runtime owner's approval until a
+	// deadline the SREs set (Manual). Empty: the upgrade policy of the
+	// Kyma's label group (--upgrade-policies), else Automatic.
+	// +optional
+	Upgrade UpgradeMode `json:"upgrade,omitempty"`
 }
 
 // KymaStatus is what the operator observed of a runtime's modules.
@@ -201,6 +268,12 @@ type ModuleStatus struct {
 	// Maintenance is true while an upgrade waits for a maintenance window.
 	// +optional
 	Maintenance bool `json:"maintenance,omitempty"`
+
+	// ManualUpgrade is the newer version offered to a module that upgrades
+	// manually, from the moment it is first offered until the installed
+	// version reaches it.
+	// +optional
+	ManualUpgrade *ManualUpgradeStatus `json:"manualUpgrade,omitempty"`
 
 	// OCMComponentName is the module's OCM component (the Kyma API's
 	// ModuleReleaseMeta spec.ocmComponentName, else the component its

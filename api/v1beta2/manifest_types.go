@@ -170,6 +170,16 @@ type ManifestStatus struct {
 	// +listType=atomic
 	Synced []Resource `json:"synced,omitempty"`
 
+	// DefaultResources are the default custom resources of the module
+	// that exist and carry its labels: the current one and, after a new
+	// version renamed it, the earlier one until it is deleted. They are the
+	// module's: deleted when it is removed, never applied (their spec is
+	// the runtime owner's) and never pruned or checked for drift with the
+	// objects in Synced.
+	// +optional
+	// +listType=atomic
+	DefaultResources []Resource `json:"defaultResources,omitempty"`
+
 	// ObservedGeneration is the last generation applied successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

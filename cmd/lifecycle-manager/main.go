@@ -17,6 +17,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 )
 
@@ -31,7 +32,8 @@ func main() {
 		os.Exit(runConsole(os.Args[2:]))
 	}
 	opts := operator.DefaultOptions()
-	var maintenanceWindows, hibernationSchedules, backupSchedules string
+	var maintenanceWindows, hibernationSchedules, backupSchedules, upgradePolicies string
+	forceAfter := upgradepolicy.DefaultForceAfter
 	zapOpts := zap.Options{}
 
 	flag.StringVar(&opts.Namespace, "namespace", opts.Namespace, "Control-plane namespace of Kymas, the module catalog, Manifests and runtime kubeconfig Secrets.")
@@ -68,6 +70,10 @@ func main() {
 	flag.DurationVar(&opts.ModuleAccess.TokenRenewBefore, "module-token-renew-before", opts.ModuleAccess.TokenRenewBefore, "How long before it expires a module's token is renewed; 0 means halfway through its life.")
 	flag.StringVar(&maintenanceWindows, "maintenance-windows", "",
 		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
+	flag.StringVar(&upgradePolicies, "upgrade-policies", "",
+		"YAML file of upgrade policies per label group of Kymas (docs/rollouts.md): whether modules that set no upgrade mode upgrade at once (Automatic) or wait for the runtime owner's approval (Manual), and forceAfter, how long a manual upgrade waits before it is installed without approval. Empty: Automatic.")
+	flag.DurationVar(&forceAfter, "manual-upgrade-force-after", forceAfter,
+		"How long a manual upgrade (upgrade: Manual) waits for the runtime owner's approval before it is installed without it, for Kymas that no --upgrade-policies entry matches; more than 0.")
 	flag.StringVar(&hibernationSchedules, "hibernation-schedules", "",
 		"YAML file of cron schedules per label group of Kymas that put runtimes to sleep and wake them (docs/operations.md); a sleeping runtime is paused. Empty: none.")
 	flag.StringVar(&backupSchedules, "backup-schedules", "",
@@ -97,6 +103,12 @@ func main() {
 		}
 		opts.MaintenanceWindows = policy
 	}
+	upgrades, err := upgradepolicy.New(upgradePolicies, forceAfter)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	opts.UpgradePolicy = upgrades
 	if hibernationSchedules != "" {
 		schedules, err := hibernation.Load(hibernationSchedules)
 		if err != nil {

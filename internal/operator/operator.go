@@ -46,6 +46,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 // Options configure the operator.
@@ -128,6 +129,11 @@ type Options struct {
 	// MaintenanceWindows, when set, holds upgrades to versions that require
 	// downtime until each runtime's window (SPEC G2, --maintenance-windows).
 	MaintenanceWindows *maintenance.Policy
+	// UpgradePolicy says which Kymas' modules upgrade manually and the
+	// deadline of a manual upgrade (--upgrade-policies,
+	// --manual-upgrade-force-after); nil: modules upgrade automatically
+	// unless their entry says Manual, with upgradepolicy.DefaultForceAfter.
+	UpgradePolicy *upgradepolicy.Policy
 	// HibernationSchedules, when set, pause runtimes while their schedule
 	// says they sleep (SPEC G3, --hibernation-schedules).
 	HibernationSchedules *hibernation.Schedules
@@ -366,9 +372,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// Every shard holds modules under a ModuleRollout until the
 		// rollout's plan lets their Kyma move: with no planner running,
 		// a rollout holds (fails closed) rather than moving the fleet at once.
-		Rollouts:    true,
-		Maintenance: opts.MaintenanceWindows,
-		Clock:       opts.Clock,
+		Rollouts:      true,
+		Maintenance:   opts.MaintenanceWindows,
+		UpgradePolicy: opts.UpgradePolicy,
+		Clock:         opts.Clock,
 
 		Reporting:           watcherSources.KymaReporting,
 		Liveness:            watcherSources.Liveness,
@@ -412,10 +419,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// Kyma controller obeys it.
 		planner := &rollout.Reconciler{
 			Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock,
-			Content:     content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
-			Pause:       paused,
-			Maintenance: opts.MaintenanceWindows,
-			Poll:        opts.RolloutPoll,
+			Content:       content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
+			Pause:         paused,
+			Maintenance:   opts.MaintenanceWindows,
+			UpgradePolicy: opts.UpgradePolicy,
+			Poll:          opts.RolloutPoll,
 		}
 		var fleet cache.Cache
 		var manifests client.Reader = mgr.GetClient()

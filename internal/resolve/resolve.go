@@ -77,6 +77,10 @@ type Module struct {
 	// hold is a maintenance window's.
 	HeldUntil   time.Time
 	Maintenance bool
+	// ManualUpgrade, set by the Kyma controller, is the newer version
+	// offered to a module that upgrades manually, its deadline and whether
+	// it was approved or forced; nil when none is offered.
+	ManualUpgrade *v1beta2.ManualUpgradeStatus
 
 	// Pinned, set by the Kyma controller, are Template's content links as
 	// a rollout pinned them at its start (ModuleRollout status.content),

@@ -12,6 +12,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/install"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 // backupRecipient is the example public key of age's documentation.
@@ -35,6 +36,10 @@ func TestChartMountsSchedules(t *testing.T) {
 		"backupSchedules": []any{map[string]any{
 			"name": "all", "schedule": "0 * * * *", "repository": "registry.example/runtime-backups",
 			"recipients": []any{backupRecipient},
+		}},
+		"upgradePolicies": []any{map[string]any{
+			"name": "regulated", "selector": map[string]any{"matchLabels": map[string]any{"tier": "regulated"}},
+			"upgrade": "Manual", "forceAfter": "168h",
 		}},
 	}
 	rendered, err := install.RenderChart(chart, ns, values)
@@ -60,6 +65,11 @@ func TestChartMountsSchedules(t *testing.T) {
 		t.Errorf("backup-schedules.yaml %q: %v", cm.Data["backup-schedules.yaml"], err)
 	}
 
+	policies, err := upgradepolicy.Parse([]byte(cm.Data["upgrade-policies.yaml"]))
+	if err != nil || len(policies.Policies) != 1 || policies.Policies[0].Name != "regulated" {
+		t.Errorf("upgrade-policies.yaml %q: %v", cm.Data["upgrade-policies.yaml"], err)
+	}
+
 	d := &appsv1.Deployment{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(all["Deployment "+ns+"/lifecycle-manager"].Object, d); err != nil {
 		t.Fatal(err)
@@ -70,6 +80,7 @@ func TestChartMountsSchedules(t *testing.T) {
 		"--maintenance-windows=/etc/lifecycle-manager/maintenance-windows.yaml",
 		"--hibernation-schedules=/etc/lifecycle-manager/hibernation-schedules.yaml",
 		"--backup-schedules=/etc/lifecycle-manager/backup-schedules.yaml",
+		"--upgrade-policies=/etc/lifecycle-manager/upgrade-policies.yaml",
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)

@@ -27,6 +27,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 const kcpNamespace = "kcp-system"
@@ -44,6 +45,15 @@ windows:
     days: [Sat]
     start: "02:00"
     duration: 2h
+`
+
+// Kymas labelled upgrades=manual upgrade manually, with a week's notice.
+const upgradePoliciesYAML = `
+policies:
+  - name: owners-first
+    selector: {matchLabels: {upgrades: manual}}
+    upgrade: Manual
+    forceAfter: 168h
 `
 
 // Kymas labelled hibernate=nap sleep every day from 13:00 to 14:00 UTC.
@@ -90,6 +100,9 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	}
 	opts.MaintenanceWindows = windows
 	if opts.HibernationSchedules, err = hibernation.Parse([]byte(schedulesYAML)); err != nil {
+		return operator.Options{}, err
+	}
+	if opts.UpgradePolicy, err = upgradepolicy.Parse([]byte(upgradePoliciesYAML)); err != nil {
 		return operator.Options{}, err
 	}
 	opts.Clock = clock

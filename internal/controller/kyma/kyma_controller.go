@@ -27,6 +27,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 // Pinner turns a content link into a digest-pinned one, so that every runtime
@@ -68,6 +69,11 @@ type Reconciler struct {
 	// Maintenance, when set, holds upgrades to versions that require
 	// downtime until the runtime's maintenance window (kyma_maintenance.go).
 	Maintenance *maintenance.Policy
+	// UpgradePolicy says which Kymas' modules upgrade manually, and the
+	// deadline of a manual upgrade (kyma_manual.go); nil: modules that set
+	// no mode upgrade automatically, and a manual upgrade's deadline is
+	// upgradepolicy.DefaultForceAfter.
+	UpgradePolicy *upgradepolicy.Policy
 	// Clock tells the time for maintenance windows; the real one when nil.
 	Clock clock.PassiveClock
 	// Reporting, when set, tells whether the runtime watcher reports
@@ -172,10 +178,13 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	// nothing is uninstalled because of the outage.
 	rc, runtimeKyma, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
 	runtimeModules := kyma.Status.RuntimeModules
+	var ownerKyma *v1beta2.Kyma // what the owner chose there counts once it is read
 	if runtimeErr == nil {
 		runtimeModules = runtimeKyma.Spec.Modules
+		ownerKyma = runtimeKyma
 	}
-	modules, removalsWait, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, runtimeErr == nil)
+	owner := ownerChoicesOf(kyma, ownerKyma, runtimeModules)
+	modules, removalsWait, writeErr, err := r.syncModules(ctx, kyma, runtimeModules, owner, runtimeErr == nil)
 	if err != nil {
 		return readFailed(err), false
 	}
@@ -229,7 +238,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 // removalsWait says that one waits for this reconcile's status write.
 // Failed Manifest writes are returned as writeErr and also reported on
 // their module; err is a failed read, which stops everything.
-func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtimeModules []v1beta2.Module, runtimeRead bool) (modules []resolve.Module, removalsWait bool, writeErr, err error) {
+func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtimeModules []v1beta2.Module, owner ownerChoices, runtimeRead bool) (modules []resolve.Module, removalsWait bool, writeErr, err error) {
 	existing, err := r.manifests(ctx, kyma)
 	if err != nil {
 		return nil, false, nil, err
@@ -258,7 +267,7 @@ func (r *Reconciler) syncModules(ctx context.Context, kyma *v1beta2.Kyma, runtim
 		module := &modules[i]
 		desired[ManifestName(kyma.Name, module.Name)] = true
 		current := existing[ManifestName(kyma.Name, module.Name)]
-		if !r.applyHolds(holdCase{kyma: kyma, module: module, existing: current, fromRuntime: fromRuntime[module.Name], rollouts: rollouts, catalog: catalog, now: r.now()}) {
+		if !r.applyHolds(holdCase{kyma: kyma, module: module, existing: current, fromRuntime: fromRuntime[module.Name], owner: owner, rollouts: rollouts, catalog: catalog, now: r.now()}) {
 			continue // the Manifest stays as it is
 		}
 		if current == nil && removalNoted(stored, module.Name) {

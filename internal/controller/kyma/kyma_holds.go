@@ -15,6 +15,7 @@ import (
 // hibernation schedules).
 var moduleHolds = []moduleHold{
 	{name: "trust", reason: "a template that would give its operator more than it declares, or runtime values it does not allow, is not installed (kyma_trust.go)", check: holdUntrusted},
+	{name: "manual upgrade", reason: "a module that upgrades manually keeps its version until the runtime owner approves the new one or its deadline passes; the owner goes first (kyma_manual.go)", check: holdForManualUpgrade},
 	{name: "rollout", reason: "a ModuleRollout moves installed modules in waves; a Kyma moves when its wave comes (kyma_rollout.go)", check: holdForRollout},
 	{name: "maintenance window", reason: "a version that requires downtime is installed inside the runtime's window (kyma_maintenance.go)", check: holdForWindow},
 }
@@ -32,6 +33,7 @@ type holdCase struct {
 	module      *resolve.Module
 	existing    *v1beta2.Manifest
 	fromRuntime bool
+	owner       ownerChoices
 	rollouts    []v1beta2.ModuleRollout
 	catalog     resolve.Catalog
 	now         time.Time
@@ -50,6 +52,8 @@ type verdict struct {
 // applyHolds asks the holds in order and records the first decision on the
 // module. It tells whether the module's Manifest may be written.
 func (r *Reconciler) applyHolds(c holdCase) bool {
+	// A manual upgrade's record stays while a hold before its own refuses.
+	c.module.ManualUpgrade = storedManualUpgrade(c.kyma, c.module.Name)
 	for _, h := range moduleHolds {
 		v := h.check(r, c)
 		switch {

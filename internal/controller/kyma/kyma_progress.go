@@ -93,6 +93,9 @@ func progressOnly(stored, computed *v1beta2.KymaStatus, o reconciler.Outcome) bo
 	if !slices.Equal(removalNames(stored.Modules), removalNames(computed.Modules)) {
 		return false // a removal is stored before its Manifest goes (kyma_history.go)
 	}
+	if !equality.Semantic.DeepEqual(manualUpgrades(stored.Modules), manualUpgrades(computed.Modules)) {
+		return false // an offer's time is its deadline's start (kyma_manual.go)
+	}
 	for _, m := range computed.Modules {
 		if m.State == v1beta2.StateError || m.State == v1beta2.StateWarning {
 			return false

@@ -114,6 +114,7 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 		Channel:          module.Channel,
 		Version:          module.Version,
 		OCMComponentName: module.OCMComponentName,
+		ManualUpgrade:    module.ManualUpgrade,
 	}
 	if module.Template != nil {
 		ms.Template = &v1beta2.TrackingObject{
@@ -151,6 +152,10 @@ func moduleStatus(module *resolve.Module, m *v1beta2.Manifest) v1beta2.ModuleSta
 		// reconcile wrote the new version: its Ready is the old version's.
 		ms.State = v1beta2.StateProcessing
 		ms.Message = fmt.Sprintf("Installing version %s", module.Version)
+		if mu := module.ManualUpgrade; mu != nil && mu.Forced && mu.Version == module.Version {
+			ms.Message = fmt.Sprintf("Installing version %s without the runtime owner's approval: its deadline %s passed",
+				module.Version, mu.ForceAt.UTC().Format(time.RFC3339))
+		}
 		if m.Status.State == v1beta2.StateError {
 			ms.State = v1beta2.StateError
 			ms.Message = readyMessage(m)

@@ -141,7 +141,7 @@ func (r *Reconciler) prepareWriter(ctx context.Context, cluster *remote.Cluster,
 	if cr != nil && cr.GetNamespace() != "" && !slices.Contains(own, cr.GetNamespace()) {
 		cr = nil // not the module's to create there: nothing granted
 	}
-	grant, err := access.Derive(*manifest.Spec.RBAC, own, plan.Writable(), cr, manifest.Status.Synced, cluster.Mapper)
+	grant, err := access.Derive(*manifest.Spec.RBAC, own, plan.Writable(), cr, grantedResources(manifest), cluster.Mapper)
 	if err != nil {
 		return nil, nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Finding what the module's identity must be granted", err), err), false
 	}
@@ -192,7 +192,7 @@ func (r *Reconciler) removalWriter(ctx context.Context, cluster *remote.Cluster,
 	if err != nil || (cr != nil && cr.GetNamespace() != "" && !slices.Contains(own, cr.GetNamespace())) {
 		cr = nil // its kind is gone, or it is not the module's to delete there
 	}
-	grant, err := access.Derive(*manifest.Spec.RBAC, own, nil, cr, manifest.Status.Synced, cluster.Mapper)
+	grant, err := access.Derive(*manifest.Spec.RBAC, own, nil, cr, grantedResources(manifest), cluster.Mapper)
 	if err != nil {
 		return nil, fmt.Errorf("finding what the module's identity needs to remove its objects: %w", err)
 	}

@@ -208,7 +208,8 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, defaultCRUnknownMessage(err), err)
 	}
-	if err := r.ensureCustomResource(ctx, cluster, manifest, cr); err != nil {
+	finalizing, err := r.ensureDefaultCustomResources(ctx, cluster, manifest, cr)
+	if err != nil {
 		if o, ok := accessRefused(manifest, err, r.Intervals); ok {
 			r.refused(cluster, manifest)
 			return o
@@ -221,19 +222,27 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
 		return reconciler.Retry(ReasonReadinessFailed, failedMessage("Reading the module's readiness", err), err)
 	}
+	if len(finalizing) > 0 && readiness.State != v1beta2.StateError {
+		return replacingDefaultCustomResources(finalizing, r.Intervals.After(v1beta2.StateProcessing))
+	}
 	return readinessOutcome(readiness, r.Intervals)
 }
 
 // moduleReady tells, reading only, whether the module's default custom
-// resource exists and the module is Ready: what moduleState would find
-// for a module whose objects are unchanged, without creating anything.
+// resource exists, its record is current and the module is Ready: what
+// moduleState would find for a module whose objects are unchanged, without
+// creating or deleting anything.
 func (r *Reconciler) moduleReady(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) bool {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		return false
 	}
-	readiness, err := moduleReadiness(ctx, cluster.Client, manifest, cr, r.syncNamespace(manifest))
-	return err == nil && readiness.State == v1beta2.StateReady
+	if r.defaultResourcesStale(ctx, cluster, manifest, cr) {
+		return false
+	}
+	reader := watchDefault(cluster.Client, cr)
+	readiness, err := moduleReadiness(ctx, reader, manifest, cr, r.syncNamespace(manifest))
+	return err == nil && readiness.State == v1beta2.StateReady && !r.defaultRecordChanged(manifest, cr, reader)
 }
 
 // plan decides, reading the runtime as the connection's user, what the
@@ -322,17 +331,19 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 
 // ensureCustomResource creates the module's default custom resource when it
 // is absent, as the module's identity; one that exists is used as it is.
-func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) error {
+// It says what it found or did; with no cr (Ignore, or none in the
+// module), CustomResourceNotOurs: there is none of the module's to use.
+func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, cr *unstructured.Unstructured) (apply.CustomResourceState, error) {
 	if cr == nil {
-		return nil
+		return apply.CustomResourceNotOurs, nil
 	}
 	c, err := r.writer(cluster, manifest)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	state, err := apply.EnsureCustomResource(ctx, c, cr, r.owner(manifest))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	switch state {
 	case apply.CustomResourceCreated:
@@ -345,7 +356,7 @@ func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.C
 			"kind", cr.GetKind(), "namespace", cr.GetNamespace(), "name", cr.GetName())
 	case apply.CustomResourceExists:
 	}
-	return nil
+	return state, nil
 }
 
 // cluster returns the Manifest's runtime, or nil and the Outcome that says

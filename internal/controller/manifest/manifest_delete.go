@@ -80,7 +80,7 @@ func (r *Reconciler) removeModule(ctx context.Context, cluster *remote.Cluster, 
 		}
 		return r.uninstalled(ctx, cluster, manifest)
 	}
-	if err := r.deleteDefaultCustomResource(ctx, cluster, writer, manifest); err != nil {
+	if err := r.deleteDefaultCustomResources(ctx, cluster, writer, manifest); err != nil {
 		return r.deleteFailed(manifest, err)
 	}
 	crs, err := r.removeOwnCustomResources(ctx, writer, applier, manifest)

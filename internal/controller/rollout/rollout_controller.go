@@ -27,6 +27,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
+	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
 // Reasons of a rollout's conditions.
@@ -65,6 +66,9 @@ type Reconciler struct {
 	// are pending with that reason, never admitted to a wave.
 	Pause       pause.Policy
 	Maintenance *maintenance.Policy
+	// UpgradePolicy tells the Kymas whose modules upgrade manually; those
+	// that wait for their owner are pending with that reason too.
+	UpgradePolicy *upgradepolicy.Policy
 
 	pins     pinMemo
 	analyses analysisMemo
@@ -298,7 +302,7 @@ func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpe
 		rt := Runtime{
 			Kyma: k.Name, Labels: k.Labels, Version: m.Spec.Version, State: m.Status.State,
 			Current: m.Status.ObservedGeneration == m.Generation && readyConditionCurrent(m),
-			Blocked: r.blocked(k, template, now),
+			Blocked: r.blocked(k, toward{module: spec.ModuleName, from: m.Spec.Version, to: channel.Version}, template, now),
 		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, "Ready"); c != nil {
 			rt.Message = c.Message
@@ -311,14 +315,18 @@ func (r *Reconciler) runtimes(ctx context.Context, spec v1beta2.ModuleRolloutSpe
 
 // blocked says why the Kyma's runtime cannot move to the template's
 // version now, or "" when it can: work on it is paused or it hibernates
-// (the Kyma controller does nothing for it), or the version requires
+// (the Kyma controller does nothing for it), the module upgrades manually
+// and waits for the runtime owner's approval, or the version requires
 // downtime and its maintenance window is closed.
-func (r *Reconciler) blocked(k *v1beta2.Kyma, template *v1beta2.ModuleTemplate, now time.Time) string {
+func (r *Reconciler) blocked(k *v1beta2.Kyma, move toward, template *v1beta2.ModuleTemplate, now time.Time) string {
 	if sleep, asleep := r.Pause.Asleep(k); asleep {
 		return fmt.Sprintf("hibernated until %s", sleep.Until.UTC().Format(time.RFC3339))
 	}
 	if r.Pause.Paused(k) {
 		return "paused: its Kyma is labelled " + v1beta2.SkipReconciliationLabel + "=true or matches --pause-selector"
+	}
+	if reason := r.waitsForOwner(k, move, now); reason != "" {
+		return reason
 	}
 	if r.Maintenance == nil || template == nil || !template.Spec.RequiresDowntime || k.Spec.SkipMaintenanceWindows {
 		return ""
@@ -331,6 +339,37 @@ func (r *Reconciler) blocked(k *v1beta2.Kyma, template *v1beta2.ModuleTemplate, 
 		return fmt.Sprintf("outside its maintenance window %s until %s", slot.Window, slot.At.UTC().Format(time.RFC3339))
 	}
 	return ""
+}
+
+// toward is a runtime's move: its module, from the installed version to
+// the rollout's.
+type toward struct {
+	module, from, to string
+}
+
+// waitsForOwner says that the Kyma's runtime waits for its owner's
+// approval of the module's new version (internal/controller/kyma,
+// kyma_manual.go), or "". The Kyma's status says so once the Kyma
+// controller recorded the offer: not approved, not forced, its deadline
+// ahead. Until then (the channel just moved) a module that upgrades
+// manually, to a newer version the control plane's Kyma does not approve,
+// waits too: admitted to a wave, it would hold the wave until its owner
+// approves.
+func (r *Reconciler) waitsForOwner(k *v1beta2.Kyma, move toward, now time.Time) string {
+	for _, ms := range k.Status.Modules {
+		if ms.Name != move.module || ms.ManualUpgrade == nil {
+			continue
+		}
+		if mu := ms.ManualUpgrade; !mu.Approved && !mu.Forced && now.Before(mu.ForceAt.Time) {
+			return fmt.Sprintf("waiting for the runtime owner's approval of %s until %s", mu.Version, mu.ForceAt.UTC().Format(time.RFC3339))
+		}
+		return ""
+	}
+	if move.from == "" || move.from == move.to || newer(move.from, move.to) ||
+		kyma.UpgradeModeOf(k, move.module, r.UpgradePolicy) != v1beta2.UpgradeManual || kyma.Approves(k.Spec.ApprovedUpgrades, move.module, move.to) {
+		return ""
+	}
+	return fmt.Sprintf("waiting for the runtime owner's approval of %s", move.to)
 }
 
 // readyConditionCurrent says the Manifest's Ready condition was written for

@@ -63,6 +63,10 @@ type Module struct {
 	Channel string        `json:"channel,omitempty"`
 	State   v1beta2.State `json:"state,omitempty"`
 	Message string        `json:"message,omitempty"`
+	// ManualUpgrade is the newer version offered to a module that
+	// upgrades manually, until it is installed; while it waits, Message
+	// says which version and until when.
+	ManualUpgrade *v1beta2.ManualUpgradeStatus `json:"manualUpgrade,omitempty"`
 }
 
 // Get lists the Kymas in namespace and summarises them.
@@ -107,6 +111,7 @@ func fromKyma(kyma *v1beta2.Kyma) Runtime {
 		reported[ms.Name] = true
 		rt.Modules = append(rt.Modules, Module{
 			Name: ms.Name, Version: ms.Version, Channel: ms.Channel, State: ms.State, Message: ms.Message,
+			ManualUpgrade: ms.ManualUpgrade,
 		})
 	}
 	// A module just added to the spec has no status entry until the operator

@@ -180,3 +180,21 @@ func TestWriteModulesKeepsMessagesOnOneLine(t *testing.T) {
 		t.Fatalf("WriteModules:\n%q\nwant:\n%q", got, want)
 	}
 }
+
+// A module's manual upgrade that waits shows in the JSON of lmctl status,
+// with its deadline; the modules table says it in the module's message.
+func TestManualUpgradeShows(t *testing.T) {
+	waiting := module("shop", v1beta2.StateReady, "Version 2.0.0 waits for the runtime owner's approval (spec.approvedUpgrades in the runtime's Kyma) until 2026-12-31T10:00:00Z, when it is installed without it; 1.0.0 stays installed")
+	waiting.ManualUpgrade = &v1beta2.ManualUpgradeStatus{Version: "2.0.0", ForceAt: metav1.NewTime(time.Date(2026, 12, 31, 10, 0, 0, 0, time.UTC))}
+	fleet := status.FromKymas([]v1beta2.Kyma{kyma("runtime-0", v1beta2.StateReady, []string{"shop"}, waiting)})
+	if got := fleet.Runtimes[0].Modules[0].ManualUpgrade; !reflect.DeepEqual(got, waiting.ManualUpgrade) {
+		t.Fatalf("manualUpgrade %+v, want %+v", got, waiting.ManualUpgrade)
+	}
+	var buf bytes.Buffer
+	if err := status.WriteModules(&buf, fleet.Runtimes[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Version 2.0.0 waits for the runtime owner's approval") {
+		t.Fatalf("WriteModules:\n%s", buf.String())
+	}
+}
