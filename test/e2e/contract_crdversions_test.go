@@ -86,9 +86,16 @@ func gizmoAt(version, namespace, name string) *unstructured.Unstructured {
 // stored at v1alpha1 too.
 func installGizmos(t *testing.T, name string, extra int) *testKyma {
 	t.Helper()
+	return installGizmosServing(t, name, extra, "v1alpha1", "v1")
+}
+
+// installGizmosServing is installGizmos with a CRD of the given versions,
+// the first stored.
+func installGizmosServing(t *testing.T, name string, extra int, versions ...string) *testKyma {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	publish(t, env.registry, name, "1.0.0", gizmoModule(name, "1.0.0", "v1alpha1", gizmoCRDYAML("", "v1alpha1", "v1")))
+	publish(t, env.registry, name, "1.0.0", gizmoModule(name, "1.0.0", "v1alpha1", gizmoCRDYAML("", versions...)))
 	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
 	k := newKyma(t, module(name))
 	k.eventuallyReady(t)
@@ -98,7 +105,9 @@ func installGizmos(t *testing.T, name string, extra int) *testKyma {
 	// The runtime owner's Gizmos block the removal of the module's CRD:
 	// they go first (cleanups run last in, first out).
 	t.Cleanup(func() {
-		_ = rc.DeleteAllOf(context.Background(), gizmoAt("v1", "", ""), client.InNamespace(usersGizmoNS)) // v1 is served throughout
+		for _, version := range []string{"v1", "v1alpha1"} { // whichever is served in the end
+			_ = rc.DeleteAllOf(context.Background(), gizmoAt(version, "", ""), client.InNamespace(usersGizmoNS))
+		}
 	})
 	users := gizmoAt("v1alpha1", usersGizmoNS, usersGizmo)
 	users.SetLabels(map[string]string{"team": "users"})
@@ -297,4 +306,34 @@ func TestCRDVersionMigrationThatFailsKeepsTheInstalledVersion(t *testing.T) {
 	g.Expect(rc.Get(ctx, client.ObjectKeyFromObject(users), users)).To(Succeed())
 	g.Expect(users.Object["spec"]).To(HaveKeyWithValue("owner", "the runtime owner"))
 	g.Expect(crd.Spec.Versions).To(ConsistOf(HaveField("Name", "v1")))
+}
+
+// TestCRDVersionReplacedInOneStep has a module whose 1.0.0 CRD serves
+// only v1alpha1 and whose 2.0.0 CRD serves only v1: the new storage
+// version exists nowhere before the migration, which must find it served
+// (the bridge CRD has both) and read every object at it.
+func TestCRDVersionReplacedInOneStep(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	const name = "crd-replace"
+	k := installGizmosServing(t, name, 0, "v1alpha1")
+	rc := k.runtime.client
+
+	messages := readyMessages(t, kyma.ManifestName(k.name, name))
+	publish(t, env.registry, name, "2.0.0", gizmoModule(name, "2.0.0", "v1", gizmoCRDYAML("", "v1")))
+	setChannel(t, name, "regular", "2.0.0")
+	expectModuleReadyAt(t, k, name, "2.0.0")
+	seen := messages()
+	g.Expect(inOrder(seen, fmt.Sprintf(migratingText, 2, 0, 2), fmt.Sprintf(migratingText, 2, 2, 2), "Module is installed and ready")).
+		To(BeTrue(), "it said %q", seen)
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	g.Expect(rc.Get(ctx, client.ObjectKey{Name: gizmoCRDName}, crd)).To(Succeed())
+	g.Expect(crd.Status.StoredVersions).To(Equal([]string{"v1"}))
+	g.Expect(crd.Spec.Versions).To(ConsistOf(HaveField("Name", "v1")))
+	users := gizmoAt("v1", usersGizmoNS, usersGizmo)
+	g.Expect(rc.Get(ctx, client.ObjectKeyFromObject(users), users)).To(Succeed())
+	g.Expect(users.Object["spec"]).To(HaveKeyWithValue("owner", "the runtime owner"))
+	g.Expect(users.GetLabels()).To(Equal(map[string]string{"team": "users"}))
 }
