@@ -74,4 +74,16 @@ type Operation struct {
 	// (docs/status.md).
 	// +optional
 	Code string `json:"code,omitempty"`
+
+	// Notes are what the operator did on its own authority during the
+	// operation, beyond applying and deleting the module's objects: for
+	// example the finalizers it removed from the module's custom
+	// resources after their operator was gone. The last few are kept.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=1024
+	Notes []string `json:"notes,omitempty"`
 }
+
+// MaxOperationNotes is how many notes an operation keeps, the latest.
+const MaxOperationNotes = 10

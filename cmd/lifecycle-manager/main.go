@@ -14,6 +14,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
 	"github.com/runtime-fleet/lifecycle-manager/internal/console/incluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
@@ -68,6 +69,10 @@ func main() {
 		"What a module whose ModuleTemplate declares no RBAC (spec.rbac) is written as: admin (the runtime's kubeconfig, as every module published for the Kyma API needs) or refuse (its Manifest shows Error). Modules that declare RBAC always get an identity of their own.")
 	flag.DurationVar(&opts.ModuleAccess.TokenTTL, "module-token-ttl", opts.ModuleAccess.TokenTTL, "Lifetime of the token in the kubeconfig Secret of a module whose operator runs in the control plane; at least 10m.")
 	flag.DurationVar(&opts.ModuleAccess.TokenRenewBefore, "module-token-renew-before", opts.ModuleAccess.TokenRenewBefore, "How long before it expires a module's token is renewed; 0 means halfway through its life.")
+	flag.Var((*orphanPolicyFlag)(&opts.OrphanedFinalizers.Policy), "orphaned-finalizers",
+		"What happens to a module's own custom resources that wait, being deleted, for finalizers while the module's manager is gone (docs/modules.md): wait (keep waiting; the status says so) or remove (remove the module's own finalizers from them after --orphaned-finalizers-after).")
+	flag.DurationVar(&opts.OrphanedFinalizers.After, "orphaned-finalizers-after", manifest.DefaultOrphanedFinalizersAfter,
+		"How long such a custom resource waits before --orphaned-finalizers=remove acts, from the later of its deletion and the moment the operator saw the manager gone.")
 	flag.StringVar(&maintenanceWindows, "maintenance-windows", "",
 		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
 	flag.StringVar(&upgradePolicies, "upgrade-policies", "",
@@ -176,4 +181,19 @@ func runConsole(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// orphanPolicyFlag is --orphaned-finalizers; Options.Validate checks it.
+type orphanPolicyFlag manifest.OrphanPolicy
+
+func (f *orphanPolicyFlag) String() string {
+	if *f == "" {
+		return string(manifest.OrphansWait)
+	}
+	return string(*f)
+}
+
+func (f *orphanPolicyFlag) Set(value string) error {
+	*f = orphanPolicyFlag(value)
+	return manifest.OrphanedFinalizers{Policy: manifest.OrphanPolicy(value)}.Validate()
 }

@@ -143,6 +143,11 @@ type Options struct {
 	// Clock tells the controllers the time of day (maintenance windows,
 	// rollouts' soak); the real one when nil. Tests set a fake one.
 	Clock clock.PassiveClock
+	// OrphanedFinalizers is what happens to a module's own custom
+	// resources that wait, being deleted, for finalizers while the
+	// module's manager is gone (--orphaned-finalizers,
+	// --orphaned-finalizers-after).
+	OrphanedFinalizers manifest.OrphanedFinalizers
 	// ModuleAccess configures the modules' own identities in runtimes
 	// (SPEC R10): what a module that declares no RBAC is written as, and
 	// the tokens of modules whose operator runs in the control plane.
@@ -223,6 +228,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, errors.New("operator: no control-plane config")
 	}
 	if err := opts.ModuleAccess.Validate(); err != nil {
+		return nil, err
+	}
+	if err := opts.OrphanedFinalizers.Validate(); err != nil {
 		return nil, err
 	}
 	scheme, err := NewScheme()
@@ -402,6 +410,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		Reporting:           watcherSources.Reporting,
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 		Access:              opts.ModuleAccess,
+		Orphans:             opts.OrphanedFinalizers,
 		Clock:               opts.Clock,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,

@@ -83,6 +83,16 @@ func (e *Events) Normal(obj client.Object, reason, note string) {
 	e.recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, reason, "%s", note)
 }
 
+// Warning reports something the operator did that people must know of
+// (it acted on its own authority); like Normal, not rate limited, as each
+// one is an act.
+func (e *Events) Warning(obj client.Object, reason, note string) {
+	if e == nil || e.recorder == nil {
+		return
+	}
+	e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, reason, "%s", note)
+}
+
 func (e *Events) due(key eventKey) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/access"
+	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
@@ -103,6 +104,11 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	// that a test sees a renewal (access_test.go).
 	opts.ModuleAccess.TokenTTL = access.MinTokenTTL
 	opts.ModuleAccess.TokenRenewBefore = access.MinTokenTTL - 3*time.Second
+	// A module's own custom resources whose operator is gone lose the
+	// module's finalizers after a minute (contract_orphans_test.go): long
+	// enough for a test to bring a manager back first, short enough to
+	// wait for.
+	opts.OrphanedFinalizers = manifest.OrphanedFinalizers{Policy: manifest.OrphansRemove, After: orphansAfter}
 	return opts, nil
 }
 

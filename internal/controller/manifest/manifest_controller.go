@@ -61,6 +61,10 @@ type Reconciler struct {
 	ReportedReadyFactor int
 	// Access configures the modules' identities (manifest_access.go).
 	Access AccessOptions
+	// Orphans is what happens to the module's own custom resources that
+	// wait for finalizers while the module's manager is gone
+	// (manifest_orphans.go).
+	Orphans OrphanedFinalizers
 	// Clock dates the operation history and lastOperation, so that they
 	// agree with the Kyma controller's windows and the rollout planner
 	// under one injected clock; the real one when nil. Token lifetimes
@@ -79,6 +83,12 @@ type Reconciler struct {
 	// back objects someone changed in the runtime: a drift repair for the
 	// operation history (manifest_history.go).
 	repaired sync.Map
+	// goneSince holds, by Manifest UID, when this process first saw the
+	// module's manager gone while the module's custom resources waited
+	// (manifest_orphans.go); notes, what the reconcile in flight did on
+	// its own authority, for the operation history.
+	goneSince sync.Map
+	notes     pendingNotes
 	// checks holds the Ready Manifests until their next periodic check
 	// (manifest_checks.go); nil without a manager.
 	checks *checks

@@ -32,6 +32,11 @@ import (
 // the status names them.
 func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) (o reconciler.Outcome) {
 	r.verified.Forget(manifest.UID)
+	defer func() {
+		if o.Kind == reconciler.KindDone {
+			r.goneSince.Delete(manifest.UID)
+		}
+	}()
 	cluster, o := r.cluster(ctx, manifest)
 	if cluster == nil {
 		if errors.Is(o.Err, remote.ErrNoKubeconfigSecret) {
@@ -91,7 +96,7 @@ func (r *Reconciler) removeModule(ctx context.Context, cluster *remote.Cluster, 
 		return blockedByCustomResources(crs.Others, r.blockedRequeue(manifest))
 	}
 	if len(crs.Own) > 0 {
-		return finalizingCustomResources(crs.Own, r.Intervals.After(v1beta2.StateDeleting))
+		return r.finalizingOwnCustomResources(ctx, cluster, manifest, crs.Own)
 	}
 
 	removal, err := applier.RemoveModule(ctx, manifest.Status.Synced, r.removeOptions(manifest))

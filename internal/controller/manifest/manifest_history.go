@@ -50,6 +50,7 @@ func (r *Reconciler) recordWithHistory(kyma *v1beta2.Kyma) func(*v1beta2.Manifes
 		now := r.now()
 		record(m, o, now)
 		noteOperation(m, o, seen, now)
+		addNotes(m, r.notes.take(m.UID))
 	}
 }
 
