@@ -5,13 +5,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// No short name: "kyma" is already its singular (kubectl get kyma works),
+// and a short name equal to the singular makes the API server refuse the
+// names (ShortNamesConflict) when the CRD is applied over one without it,
+// such as the Kyma lifecycle-manager's (issue 35).
+
 // Kyma stands for one runtime: the modules it should have and how they are
 // doing there. It lives in the control plane; a copy named kyma-system/default
 // lives in the runtime.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=kyma
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=".status.state"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:storageversion

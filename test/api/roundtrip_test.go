@@ -177,6 +177,11 @@ func TestKymaAPIStatusesApplyUnchanged(t *testing.T) {
 func readObjects(g Gomega, path string) []*unstructured.Unstructured {
 	data, err := os.ReadFile(path)
 	g.Expect(err).NotTo(HaveOccurred())
+	return decodeObjects(g, data)
+}
+
+// decodeObjects decodes every object of YAML data.
+func decodeObjects(g Gomega, data []byte) []*unstructured.Unstructured {
 	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objects []*unstructured.Unstructured
 	for {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 )
 
@@ -64,7 +65,7 @@ func (s *runtimeSide) syncCRDs(ctx context.Context, cluster *remote.Cluster) err
 
 	objects := make([]*unstructured.Unstructured, 0, len(crds))
 	for _, crd := range crds {
-		obj, err := runtimeCRD(crd)
+		obj, err := RuntimeCRD(ctx, cluster.Client, crd)
 		if err != nil {
 			return err
 		}
@@ -75,6 +76,39 @@ func (s *runtimeSide) syncCRDs(ctx context.Context, cluster *remote.Cluster) err
 	}
 	remote.Remember(cluster, revision)
 	return nil
+}
+
+// keepStoredVersions is crd with the versions that the runtime's copy has
+// objects stored at and crd no longer lists put back as the runtime has
+// them (unserved, as the Kyma lifecycle-manager leaves its v1beta1), none
+// of them the storage version: the API server refuses a CRD that drops a
+// version still in status.storedVersions, and a runtime taken over from
+// the Kyma lifecycle-manager may have one (issue 35). Only read when the
+// control plane's CRDs changed since the last apply.
+func keepStoredVersions(ctx context.Context, c client.Reader, crd *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
+	live := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return crd, nil
+		}
+		return nil, fmt.Errorf("reading CRD %s in the runtime: %w", crd.Name, err)
+	}
+	dropped := apply.DroppedStoredVersions(crd, live)
+	if len(dropped) == 0 {
+		return crd, nil
+	}
+	return apply.BridgeCRD(crd, live, dropped), nil
+}
+
+// RuntimeCRD is what is applied to a runtime, read through c, for a
+// control-plane CRD: its copy (runtimeCRD), with the versions the runtime
+// still has objects stored at kept (keepStoredVersions).
+func RuntimeCRD(ctx context.Context, c client.Reader, crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	kept, err := keepStoredVersions(ctx, c, crd)
+	if err != nil {
+		return nil, err
+	}
+	return runtimeCRD(kept)
 }
 
 // runtimeCRD is the runtime's copy of a control-plane CRD: its spec, and our
