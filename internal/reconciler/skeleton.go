@@ -91,13 +91,17 @@ func Run[T client.Object](ctx context.Context, c client.Client, obj T, p Phases[
 
 func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Outcome {
 	if !obj.GetDeletionTimestamp().IsZero() {
-		if p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer) {
+		if p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer) || released.has(obj.GetUID()) {
 			return Done()
 		}
 		base := obj.DeepCopyObject().(T)
 		o := p.Delete(phaseCtx, obj)
 		if o.Kind == KindDone {
-			return removeFinalizer(ctx, c, obj, p.Finalizer)
+			o = removeFinalizer(ctx, c, obj, p.Finalizer)
+			if o.Kind == KindDone {
+				released.add(obj.GetUID())
+			}
+			return o
 		}
 		return p.finish(ctx, c, base, obj, o)
 	}

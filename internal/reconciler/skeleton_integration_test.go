@@ -199,3 +199,39 @@ func TestStatusSurvivesAMetadataChangeMeanwhile(t *testing.T) {
 	g.Expect(after.Status.Synced).To(HaveLen(1), "the inventory of what was applied is recorded")
 	g.Expect(after.Status.State).To(Equal(v1beta2.StateReady))
 }
+
+// TestReleasedObjectIsNotDeletedAgain hands Run, after it released a
+// Manifest, the Manifest as a lagging cache still shows it: being deleted,
+// with the finalizer. Delete is not run again on that past state (it would
+// write to the runtime what the finished removal took away).
+func TestReleasedObjectIsNotDeletedAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	const ours, theirs = "operator.kyma-project.io/test", "other.example/keep"
+	newManifest(t, "released")
+	m := get(g, "released")
+	controllerutil.AddFinalizer(m, ours)
+	controllerutil.AddFinalizer(m, theirs)
+	g.Expect(kcp.Update(ctx, m)).To(Succeed())
+	g.Expect(kcp.Delete(ctx, m)).To(Succeed())
+	stale := get(g, "released")
+
+	deletes := 0
+	remove := func(context.Context, *v1beta2.Manifest) reconciler.Outcome {
+		deletes++
+		return reconciler.Done()
+	}
+	_, err := reconciler.Run(ctx, kcp, stale.DeepCopy(), phases(ours, nil, remove))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(deletes).To(Equal(1))
+	left := get(g, "released")
+	g.Expect(left.Finalizers).To(ConsistOf(theirs), "the removal finished")
+
+	result, err := reconciler.Run(ctx, kcp, stale.DeepCopy(), phases(ours, nil, remove))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(result).To(Equal(ctrl.Result{}))
+	g.Expect(deletes).To(Equal(1), "the stale copy still lists our finalizer, but its object was released")
+
+	controllerutil.RemoveFinalizer(left, theirs)
+	g.Expect(kcp.Update(ctx, left)).To(Succeed())
+}
