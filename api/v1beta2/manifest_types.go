@@ -180,6 +180,12 @@ type ManifestStatus struct {
 	// +listType=atomic
 	DefaultResources []Resource `json:"defaultResources,omitempty"`
 
+	// TakenOver records the Kyma lifecycle-manager's Manifest whose
+	// installed objects this Manifest took over in place (its inventory,
+	// its default custom resource and their field ownership), and when.
+	// +optional
+	TakenOver *TakenOver `json:"takenOver,omitempty"`
+
 	// ObservedGeneration is the last generation applied successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -281,4 +287,15 @@ type ManifestList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []Manifest `json:"items"`
+}
+
+// TakenOver names the Kyma lifecycle-manager's Manifest that a Manifest
+// took over, and when (docs/migrating-from-klm.md).
+type TakenOver struct {
+	// Manifest is the KLM Manifest's name, in the same namespace.
+	Manifest string `json:"manifest"`
+	// Objects is how many of its inventory's objects were taken over.
+	Objects int `json:"objects"`
+	// Time is when the takeover was recorded.
+	Time metav1.Time `json:"time"`
 }

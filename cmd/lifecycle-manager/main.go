@@ -18,6 +18,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 	"github.com/runtime-fleet/lifecycle-manager/internal/version"
 )
@@ -73,6 +74,8 @@ func main() {
 		"What happens to a module's own custom resources that wait, being deleted, for finalizers while the module's manager is gone (docs/modules.md): wait (keep waiting; the status says so) or remove (remove the module's own finalizers from them after --orphaned-finalizers-after).")
 	flag.DurationVar(&opts.OrphanedFinalizers.After, "orphaned-finalizers-after", manifest.DefaultOrphanedFinalizersAfter,
 		"How long such a custom resource waits before --orphaned-finalizers=remove acts, from the later of its deletion and the moment the operator saw the manager gone.")
+	flag.Var((*takeoverFlag)(&opts.KLMTakeover), "klm-takeover",
+		"Which Kymas the operator takes over, in place, from the Kyma lifecycle-manager (docs/migrating-from-klm.md): off, labelled (Kymas labelled operator.kyma-project.io/klm-takeover=true) or all.")
 	flag.StringVar(&maintenanceWindows, "maintenance-windows", "",
 		"YAML file of weekly maintenance windows per label group of Kymas (docs/rollouts.md); upgrades to versions that require downtime wait for a runtime's window. Empty: they run at once.")
 	flag.StringVar(&upgradePolicies, "upgrade-policies", "",
@@ -181,6 +184,22 @@ func runConsole(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// takeoverFlag is --klm-takeover.
+type takeoverFlag takeover.Policy
+
+func (f *takeoverFlag) String() string {
+	if *f == "" {
+		return string(takeover.Off)
+	}
+	return string(*f)
+}
+
+func (f *takeoverFlag) Set(value string) error {
+	p, err := takeover.ParsePolicy(value)
+	*f = takeoverFlag(p)
+	return err
 }
 
 // orphanPolicyFlag is --orphaned-finalizers; Options.Validate checks it.

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 )
 
 // Owner is one module of one Kyma: whose objects a Manifest writes and
@@ -25,6 +26,11 @@ type Owner struct {
 	// SyncNamespace is the runtime's sync namespace: a module never writes
 	// it and never deletes it, even when it ships it.
 	SyncNamespace string
+	// Predecessor is "namespace/name" of the Kyma lifecycle-manager's
+	// Manifest whose objects this module took over (status.takenOver): an
+	// object that KLM marked as applied for it is the module's too, until
+	// the module's first apply puts this operator's labels on it.
+	Predecessor string
 }
 
 // Owns says whether an object with these labels is the module's.
@@ -68,7 +74,7 @@ func ClaimFor(desired Object, live *metav1.ObjectMeta, owner Owner) (Claim, stri
 	if live == nil {
 		return ClaimCreate, ""
 	}
-	if owner.Owns(live.Labels) {
+	if owner.Owns(live.Labels) || takeover.AppliedBy(live, owner.Predecessor) {
 		return ClaimOwned, ""
 	}
 	if live.Labels[v1beta2.ManagedByLabel] == v1beta2.ManagedByValue {
@@ -152,7 +158,7 @@ func DisposalFor(r v1beta2.Resource, live *metav1.ObjectMeta, owner Owner) Dispo
 	if live == nil {
 		return DisposeGone
 	}
-	if !owner.Owns(live.Labels) {
+	if !owner.Owns(live.Labels) && !takeover.AppliedBy(live, owner.Predecessor) {
 		return DisposeLeave
 	}
 	if isNamespace(r) && (r.Name == owner.SyncNamespace || systemNamespaces[r.Name]) {

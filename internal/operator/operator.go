@@ -46,6 +46,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
 )
 
@@ -148,6 +149,10 @@ type Options struct {
 	// module's manager is gone (--orphaned-finalizers,
 	// --orphaned-finalizers-after).
 	OrphanedFinalizers manifest.OrphanedFinalizers
+	// KLMTakeover says which Kymas this operator takes over, in place,
+	// from the Kyma lifecycle-manager (--klm-takeover,
+	// docs/migrating-from-klm.md); the zero value is off.
+	KLMTakeover takeover.Policy
 	// ModuleAccess configures the modules' own identities in runtimes
 	// (SPEC R10): what a module that declares no RBAC is written as, and
 	// the tokens of modules whose operator runs in the control plane.
@@ -228,6 +233,9 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		return nil, errors.New("operator: no control-plane config")
 	}
 	if err := opts.ModuleAccess.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := takeover.ParsePolicy(string(opts.KLMTakeover)); err != nil {
 		return nil, err
 	}
 	if err := opts.OrphanedFinalizers.Validate(); err != nil {
@@ -367,6 +375,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 	runtimes, pipeline, paused, watcherSources := p.runtimes, p.pipeline, p.paused, p.sources
 	if err := (&kyma.Reconciler{
 		Client:        mgr.GetClient(),
+		Takeover:      opts.KLMTakeover,
 		Runtimes:      runtimes,
 		Pinner:        pipeline,
 		Descriptors:   &ocm.Resolver{Registry: pipeline},
@@ -411,6 +420,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		ReportedReadyFactor: watcherSources.ReportedReadyFactor,
 		Access:              opts.ModuleAccess,
 		Orphans:             opts.OrphanedFinalizers,
+		Takeover:            opts.KLMTakeover,
 		Clock:               opts.Clock,
 	}).SetupWithManager(mgr, manifest.SetupOptions{
 		MaxConcurrentReconciles: opts.ManifestConcurrency,

@@ -25,6 +25,9 @@ type Move struct {
 	To   string
 	// Labels are set on the object; nil sets none.
 	Labels map[string]string
+	// Claim, when set, tells from the live object's metadata whether it
+	// is KLM's to hand over; one it refuses is left untouched.
+	Claim func(live *metav1.ObjectMeta) bool
 }
 
 // Moved says what Apply did to one object.
@@ -37,6 +40,8 @@ const (
 	MovedAlready Moved = "Already"
 	// MovedNow: its managed fields (and labels) were written.
 	MovedNow Moved = "Moved"
+	// MovedNotClaimed: it is not KLM's to hand over (Claim); untouched.
+	MovedNotClaimed Moved = "NotClaimed"
 )
 
 // Apply moves the live object gvk/key in one JSON patch of its metadata
@@ -50,6 +55,9 @@ func (m Move) Apply(ctx context.Context, c client.Client, gvk schema.GroupVersio
 			return MovedGone, nil
 		}
 		return "", err
+	}
+	if m.Claim != nil && !m.Claim(&live.ObjectMeta) {
+		return MovedNotClaimed, nil
 	}
 	fields, moved, err := MoveFields(live.ManagedFields, m.From, m.To, now)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 	"github.com/runtime-fleet/lifecycle-manager/internal/upgradepolicy"
@@ -62,6 +63,9 @@ type Reconciler struct {
 	// Rollouts, when true, holds installed modules at their version until
 	// their channel's ModuleRollout lets the Kyma move (kyma_rollout.go).
 	Rollouts bool
+	// Takeover says which Kymas this operator takes over from the Kyma
+	// lifecycle-manager (kyma_takeover.go).
+	Takeover takeover.Policy
 	// RolloutPlannerTimeout is how old a moving rollout's plan may be
 	// before its held Kymas say that no planner runs; zero means
 	// DefaultRolloutPlannerTimeout.
@@ -112,6 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	metrics.KymaReconciles.Inc()
+	if err := r.releaseKLMFinalizers(ctx, kyma); err != nil {
+		return ctrl.Result{}, err
+	}
 	var held bool
 	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
 		Controller: "kyma",
@@ -325,6 +332,10 @@ func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (clien
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
 	}
+	if err := r.takeOverRuntime(ctx, cluster, kyma, runtimeKyma); err != nil {
+		r.evictOnError(kyma, err)
+		return nil, nil, false, err
+	}
 	return cluster.Client, runtimeKyma, recreate, nil
 }
 
@@ -417,7 +428,9 @@ func (r *Reconciler) manifests(ctx context.Context, kyma *v1beta2.Kyma) (map[str
 	}
 	out := make(map[string]*v1beta2.Manifest, len(list.Items))
 	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i]
+		if !isKLMManifest(&list.Items[i]) {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
 	}
 	return out, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
 	watchercontroller "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 )
@@ -61,6 +62,9 @@ type Reconciler struct {
 	ReportedReadyFactor int
 	// Access configures the modules' identities (manifest_access.go).
 	Access AccessOptions
+	// Takeover says which Kymas' modules this operator takes over from the
+	// Kyma lifecycle-manager (manifest_takeover.go).
+	Takeover takeover.Policy
 	// Orphans is what happens to the module's own custom resources that
 	// wait for finalizers while the module's manager is gone
 	// (manifest_orphans.go).
@@ -125,6 +129,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil:
 		return ctrl.Result{}, err
 	}
+	if takeover.IsKLMManifest(manifest) {
+		// The Kyma lifecycle-manager's: never installed from, only
+		// released once taken over (manifest_takeover.go).
+		return r.releasePredecessor(ctx, manifest, kyma)
+	}
 	return reconciler.Run(ctx, r.Client, manifest, r.phases(kyma))
 }
 
@@ -168,6 +177,9 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o
 	// control plane keeps a valid token: a content or runtime failure must
 	// not also cut its operator off the runtime.
 	defer func() { o = r.keepToken(ctx, cluster, manifest, o) }()
+	if o, ok := r.takeOver(ctx, cluster, manifest); !ok {
+		return o
+	}
 	if r.unchanged(ctx, cluster, manifest) {
 		return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
 	}

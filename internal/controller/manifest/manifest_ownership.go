@@ -16,12 +16,16 @@ import (
 // owner is the module of the Kyma that the Manifest installs: whose objects
 // it may write and delete.
 func (r *Reconciler) owner(manifest *v1beta2.Manifest) apply.Owner {
-	return apply.Owner{
+	owner := apply.Owner{
 		Kyma:          kymaName(manifest),
 		Module:        manifest.Spec.ModuleName,
 		Manifest:      manifest.Namespace + "/" + manifest.Name,
 		SyncNamespace: r.syncNamespace(manifest),
 	}
+	if t := manifest.Status.TakenOver; t != nil {
+		owner.Predecessor = manifest.Namespace + "/" + t.Manifest
+	}
+	return owner
 }
 
 // removeOptions guard removing the Manifest's objects: a Namespace it
