@@ -91,7 +91,7 @@ func Run[T client.Object](ctx context.Context, c client.Client, obj T, p Phases[
 
 func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Outcome {
 	if !obj.GetDeletionTimestamp().IsZero() {
-		if p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer) || released.has(obj.GetUID()) {
+		if p.Finalizer == "" || !controllerutil.ContainsFinalizer(obj, p.Finalizer) || released.has(obj.GetUID(), p.Finalizer) {
 			return Done()
 		}
 		base := obj.DeepCopyObject().(T)
@@ -99,7 +99,7 @@ func (p Phases[T]) run(ctx, phaseCtx context.Context, c client.Client, obj T) Ou
 		if o.Kind == KindDone {
 			o = removeFinalizer(ctx, c, obj, p.Finalizer)
 			if o.Kind == KindDone {
-				released.add(obj.GetUID())
+				released.add(obj.GetUID(), p.Finalizer)
 			}
 			return o
 		}
