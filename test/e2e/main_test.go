@@ -20,6 +20,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testenv"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
@@ -109,6 +110,9 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	// enough for a test to bring a manager back first, short enough to
 	// wait for.
 	opts.OrphanedFinalizers = manifest.OrphanedFinalizers{Policy: manifest.OrphansRemove, After: orphansAfter}
+	// Kymas labelled for it are taken over from the Kyma lifecycle-manager
+	// (takeover_test.go); the rest never are.
+	opts.KLMTakeover = takeover.Labelled
 	return opts, nil
 }
 
