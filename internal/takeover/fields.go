@@ -69,7 +69,7 @@ func MoveFields(entries []metav1.ManagedFieldsEntry, from sets.Set[string], to s
 		if err != nil {
 			return nil, false, fmt.Errorf("encoding the fields of %s: %w", to, err)
 		}
-		out[t.index].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		out[t.index].FieldsV1 = metav1.NewFieldsV1(string(raw))
 		out[t.index].Time = &stamp
 	}
 	return out, true, nil
@@ -77,10 +77,10 @@ func MoveFields(entries []metav1.ManagedFieldsEntry, from sets.Set[string], to s
 
 func decode(e metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	set := &fieldpath.Set{}
-	if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+	if e.FieldsV1 == nil || len(e.FieldsV1.GetRawBytes()) == 0 {
 		return set, nil
 	}
-	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())); err != nil {
 		return nil, fmt.Errorf("reading the fields of manager %s: %w", e.Manager, err)
 	}
 	return set, nil

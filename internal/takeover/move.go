@@ -34,13 +34,14 @@ type Move struct {
 type Moved string
 
 const (
-	// MovedGone: the object does not exist.
+	// MovedGone says the object does not exist.
 	MovedGone Moved = "Gone"
-	// MovedAlready: nothing of KLM's was left to move.
+	// MovedAlready says nothing of KLM's was left to move.
 	MovedAlready Moved = "Already"
-	// MovedNow: its managed fields (and labels) were written.
+	// MovedNow says its managed fields (and labels) were written.
 	MovedNow Moved = "Moved"
-	// MovedNotClaimed: it is not KLM's to hand over (Claim); untouched.
+	// MovedNotClaimed says it is not KLM's to hand over (Claim), and
+	// was not touched.
 	MovedNotClaimed Moved = "NotClaimed"
 )
 

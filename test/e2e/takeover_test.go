@@ -167,7 +167,7 @@ spec:
 	controllerutil.AddFinalizer(kyma, takeover.PurgeFinalizer)
 	g.Expect(env.kcpClient.Patch(ctx, kyma, patch)).To(Succeed())
 
-	klm := newKLMRuntime(t, k, kyma)
+	klm := newKLMRuntime(k, kyma)
 	klm.syncNamespace(t)
 	for _, m := range modules {
 		klm.install(t, m, "1.0.0")
@@ -312,7 +312,7 @@ type klmRuntime struct {
 	owner       metav1.OwnerReference
 }
 
-func newKLMRuntime(t *testing.T, k *testKyma, kyma *v1beta2.Kyma) *klmRuntime {
+func newKLMRuntime(k *testKyma, kyma *v1beta2.Kyma) *klmRuntime {
 	return &klmRuntime{k: k, rc: k.runtime.client, owner: metav1.OwnerReference{
 		APIVersion: v1beta2.GroupVersion.String(), Kind: "Kyma", Name: kyma.Name, UID: kyma.UID, Controller: ptrTo(true),
 	}}
@@ -347,7 +347,7 @@ func (r *klmRuntime) install(t *testing.T, m klmModule, version string) {
 		labels["app.kubernetes.io/part-of"] = "Kyma"
 		u.SetLabels(labels)
 		u.SetAnnotations(map[string]string{
-			takeover.DeprecatedOwnedByAnnotation:                       kcpNamespace + "/" + name,
+			takeover.DeprecatedOwnedByAnnotation:                        kcpNamespace + "/" + name,
 			"operator.kyma-project.io/managed-by-reconciler-disclaimer": "DO NOT EDIT - This resource is managed by Kyma.",
 		})
 		g.Eventually(func() error {
@@ -468,10 +468,10 @@ func (r *klmRuntime) runtimeSide(t *testing.T, kyma *v1beta2.Kyma, modules []v1b
 	r.agent = []client.Object{
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "skr-webhook", Labels: klmLabels},
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name:                    kcpNamespace + ".klm-watcher.operator.kyma-project.io",
-				ClientConfig:            admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: v1beta2.DefaultRuntimeNamespace, Name: "skr-webhook", Path: ptrTo("/validate/klm-watcher")}},
-				Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"nothing.e2e.example"}, APIVersions: []string{"*"}, Resources: []string{"nothing"}}}},
-				SideEffects:             &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptrTo(int32(15)),
+				Name:         kcpNamespace + ".klm-watcher.operator.kyma-project.io",
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: v1beta2.DefaultRuntimeNamespace, Name: "skr-webhook", Path: ptrTo("/validate/klm-watcher")}},
+				Rules:        []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"nothing.e2e.example"}, APIVersions: []string{"*"}, Resources: []string{"nothing"}}}},
+				SideEffects:  &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptrTo(int32(15)),
 			}}},
 		&appsv1.Deployment{ObjectMeta: meta("skr-webhook"), Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "skr-webhook"}},

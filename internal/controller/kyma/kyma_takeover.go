@@ -76,7 +76,9 @@ func (r *Reconciler) takeOverRuntime(ctx context.Context, cluster *remote.Cluste
 		return nil
 	}
 	now := r.now()
-	byKLM := func(live *metav1.ObjectMeta) bool { return live.Labels[v1beta2.ManagedByLabel] == takeover.ManagedByValue }
+	byKLM := func(live *metav1.ObjectMeta) bool {
+		return live.Labels[v1beta2.ManagedByLabel] == takeover.ManagedByValue
+	}
 	kymaMove := takeover.Move{From: klmRuntimeKymaManagers, To: apply.FieldManager, Labels: RuntimeKymaLabels(), Claim: byKLM}
 	if _, err := kymaMove.Apply(ctx, cluster.Client, v1beta2.GroupVersion.WithKind("Kyma"), client.ObjectKeyFromObject(runtimeKyma), now); err != nil {
 		return fmt.Errorf("taking over the runtime's Kyma from the Kyma lifecycle-manager: %w", err)

@@ -28,8 +28,8 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
-	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	watchercontroller "github.com/runtime-fleet/lifecycle-manager/internal/watcher/controller"
 )
 
