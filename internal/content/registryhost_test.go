@@ -49,8 +49,8 @@ func TestOCIRegistryHostFlag(t *testing.T) {
 	}
 	for want, args := range map[string][]string{
 		"--oci-registry-host: registry host \"ftp://registry.local\": only http:// and https://": {"--oci-registry-host", "ftp://registry.local"},
-		"without user information":                            {"--oci-registry-host", "https://user:token@registry.local"},
-		`segment ".."`:                                         {"--oci-registry-host", "registry.local", "--modules-repository-subpath", "prod/../../v2"},
+		"without user information": {"--oci-registry-host", "https://user:token@registry.local"},
+		`segment ".."`:             {"--oci-registry-host", "registry.local", "--modules-repository-subpath", "prod/../../v2"},
 		"--modules-repository-subpath is set without --oci-registry-host": {"--modules-repository-subpath", "prod"},
 		"--oci-registry-host http://evil.example:5000: host evil.example:5000 is not an allowed content host; the operator's --content-allowed-hosts lists registry.local; list the registry there": {
 			"--oci-registry-host", "http://evil.example:5000", "--content-allowed-hosts", "registry.local"},

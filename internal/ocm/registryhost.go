@@ -171,8 +171,8 @@ type ComponentNames interface {
 // component its ModuleReleaseMeta names, the version the template names.
 func (r *Resolver) fromRegistryHost(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error) {
 	if r.Base == nil {
-		return nil, invalid("no embedded descriptor (spec.descriptor) and no spec.resources; "+
-			"set --oci-registry-host to the registry that holds the module's OCM component versions (KLM's flag of that name), "+
+		return nil, invalid("no embedded descriptor (spec.descriptor) and no spec.resources; " +
+			"set --oci-registry-host to the registry that holds the module's OCM component versions (KLM's flag of that name), " +
 			"or publish the template with spec.resources or spec.descriptor")
 	}
 	if r.Registry == nil || r.Components == nil {
