@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -18,6 +19,10 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm/ocmtest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/samplemodules"
 )
+
+// bareRuns numbers the runs of
+// TestKLMTemplateWithoutDescriptorResolvesThroughRegistryHost.
+var bareRuns atomic.Int64
 
 // klmModulesBase is where the e2e operator's --oci-registry-host points
 // (main_test.go setup): the test registry, path kyma-modules, plain HTTP.
@@ -100,15 +105,18 @@ func TestKLMTemplateWithoutDescriptorResolvesThroughRegistryHost(t *testing.T) {
 	crd.SetKind("CustomResourceDefinition")
 	g.Expect(k.runtime.client.Get(ctx, client.ObjectKey{Name: "shops." + mod + ".e2e.example"}, crd)).To(Succeed(), "every manifest of the packed directory is installed")
 
-	// 2.0.0's template is published before its component version: the
-	// module's Error names the reference it read; 1.0.0 stays installed.
-	createBareKLMTemplate(t, mod, "2.0.0")
-	setChannel(t, mod, "regular", "2.0.0")
+	// The next version's template is published before its component
+	// version: the module's Error names the reference it read; 1.0.0 stays
+	// installed. (A version of its own per run: the registry outlives a
+	// run of -count.)
+	next := fmt.Sprintf("2.0.%d", bareRuns.Add(1))
+	createBareKLMTemplate(t, mod, next)
+	setChannel(t, mod, "regular", next)
 	g.Eventually(func(g Gomega) {
 		m := k.moduleStatus(g, mod)
 		g.Expect(m.State).To(Equal(v1beta2.StateError))
-		g.Expect(m.Message).To(ContainSubstring("ModuleTemplate %s-2.0.0: component version %s:2.0.0 is not in the registry (%s/component-descriptors/%s:2.0.0)",
-			mod, klmComponent(mod), klmModulesBase(), klmComponent(mod)))
+		g.Expect(m.Message).To(ContainSubstring("ModuleTemplate %s-%s: component version %s:%s is not in the registry (%s/component-descriptors/%s:%s)",
+			mod, next, klmComponent(mod), next, klmModulesBase(), klmComponent(mod), next))
 		g.Expect(m.Version).To(Equal("1.0.0"), "what is installed stays installed")
 	}, timeout, interval).Should(Succeed())
 	cm := &corev1.ConfigMap{}
@@ -118,10 +126,10 @@ func TestKLMTemplateWithoutDescriptorResolvesThroughRegistryHost(t *testing.T) {
 
 	// Pushing the component version is enough; its raw manifest is plain
 	// YAML this time.
-	pushKLMComponent(t, mod, "2.0.0", []ocmtest.Blob{
-		{Name: "raw-manifest", Type: "yaml", MediaType: "application/octet-stream", Data: goodManifest(mod, "2.0.0")},
+	pushKLMComponent(t, mod, next, []ocmtest.Blob{
+		{Name: "raw-manifest", Type: "yaml", MediaType: "application/octet-stream", Data: goodManifest(mod, next)},
 	})
-	expectModuleReadyAt(t, k, mod, "2.0.0")
+	expectModuleReadyAt(t, k, mod, next)
 	g.Expect(k.inRuntime(cm, mod+"-config")).To(Succeed())
 	g.Expect(cm.Labels).To(HaveKeyWithValue(v1beta2.KymaNameLabel, k.name), "installed and owned like any module")
 	g.Eventually(func(g Gomega) {
