@@ -167,51 +167,73 @@ type ComponentNames interface {
 }
 
 // fromRegistryHost reads the component version of a template without an
-// embedded descriptor from the configured registry, as KLM does: the
-// component its ModuleReleaseMeta names, the version the template names.
+// embedded descriptor from the configured registry, as KLM does, and links
+// its content in that registry too, whatever repository the stored
+// descriptor names.
 func (r *Resolver) fromRegistryHost(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error) {
+	stored, repo, err := r.readFromRegistryHost(ctx, template)
+	if err != nil {
+		return nil, err
+	}
+	return Contents(stored, repo)
+}
+
+// Descriptor is the component descriptor a template's content comes from:
+// its embedded one, or, without one, the one stored in the configured
+// registry (Base). The Kyma API's localized images of a module are its
+// Images. Its errors are those of Resources.
+func (r *Resolver) Descriptor(ctx context.Context, template *v1beta2.ModuleTemplate) (*Descriptor, error) {
+	if HasDescriptor(template) {
+		return Parse(template.Spec.Descriptor.Raw)
+	}
+	d, _, err := r.readFromRegistryHost(ctx, template)
+	return d, err
+}
+
+// readFromRegistryHost reads a template's component version from the
+// configured registry: the component its ModuleReleaseMeta names, the
+// version the template names.
+func (r *Resolver) readFromRegistryHost(ctx context.Context, template *v1beta2.ModuleTemplate) (*Descriptor, Repository, error) {
 	if r.Base == nil {
-		return nil, invalid("no embedded descriptor (spec.descriptor) and no spec.resources; " +
+		return nil, Repository{}, invalid("no embedded descriptor (spec.descriptor) and no spec.resources; " +
 			"set --oci-registry-host to the registry that holds the module's OCM component versions (KLM's flag of that name), " +
 			"or publish the template with spec.resources or spec.descriptor")
 	}
 	if r.Registry == nil || r.Components == nil {
-		return nil, errors.New("no registry access or component name lookup configured")
+		return nil, Repository{}, errors.New("no registry access or component name lookup configured")
 	}
 	name, source, err := r.Components.ComponentName(ctx, template)
 	if err != nil {
-		return nil, fmt.Errorf("finding the module's OCM component: %w", err)
+		return nil, Repository{}, fmt.Errorf("finding the module's OCM component: %w", err)
 	}
 	if source == "" {
-		return nil, invalid("no embedded descriptor, and no ModuleReleaseMeta has spec.moduleName %q to name the module's OCM component; "+
+		return nil, Repository{}, invalid("no embedded descriptor, and no ModuleReleaseMeta has spec.moduleName %q to name the module's OCM component; "+
 			"publish the module's ModuleReleaseMeta with spec.ocmComponentName, as KLM needs it too", resolve.ModuleName(template))
 	}
 	if name == "" {
-		return nil, invalid("no embedded descriptor, and %s names no OCM component; "+
+		return nil, Repository{}, invalid("no embedded descriptor, and %s names no OCM component; "+
 			"set its spec.ocmComponentName (e.g. kyma-project.io/module/%s), as KLM needs it too", source, resolve.ModuleName(template))
 	}
 	if err := CheckComponentName(name); err != nil {
-		return nil, invalid("%s: %v", source, err)
+		return nil, Repository{}, invalid("%s: %v", source, err)
 	}
 	version := template.Spec.Version
 	if version == "" {
-		return nil, invalid("no embedded descriptor and no spec.version; the component version read from %s is the template's spec.version", r.Base)
+		return nil, Repository{}, invalid("no embedded descriptor and no spec.version; the component version read from %s is the template's spec.version", r.Base)
 	}
 	if err := checkVersion(version); err != nil {
-		return nil, err
+		return nil, Repository{}, err
 	}
 	repo := r.Base.repository(name)
 	opts, err := r.Registry.RegistryOptions(repo.Host)
 	if err != nil {
-		return nil, invalid("component %s:%s: %v", name, version, err)
+		return nil, Repository{}, invalid("component %s:%s: %v", name, version, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	stored, err := readComponentVersion(ctx, repo, name, version, opts)
 	if err != nil {
-		return nil, err
+		return nil, Repository{}, err
 	}
-	// The content is read from the configured registry too, as KLM reads
-	// it, whatever repository the stored descriptor names.
-	return Contents(stored, repo)
+	return stored, repo, nil
 }

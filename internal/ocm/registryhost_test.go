@@ -119,7 +119,10 @@ func TestResourcesFromRegistryHost(t *testing.T) {
 	for _, version := range []string{"1.0.0", "1.1.0+build.7"} {
 		_, err = ocmtest.Push(ctx, origin.Host()+"/dev", ocmtest.ComponentVersion{Name: component, Version: version, Blobs: []ocmtest.Blob{
 			{Name: "raw-manifest", Type: "directory", MediaType: "application/x-tgz", Data: manifests},
-		}}, name.Insecure)
+		}, External: []map[string]any{{
+			"name": "module-image", "type": "ociArtifact", "relation": "external", "version": version,
+			"access": map[string]any{"type": "ociArtifact", "imageReference": "europe-docker.pkg.dev/kyma-project/prod/shop:" + tagOf(version)},
+		}}}, name.Insecure)
 		g.Expect(err).NotTo(HaveOccurred())
 		// Transferred as `ocm transfer` does: the same manifest and blobs in
 		// another registry; the descriptor still names the origin.
@@ -143,6 +146,19 @@ func TestResourcesFromRegistryHost(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(data).To(Equal(manifests))
 	}
+
+	t.Run("the descriptor, for the localized images", func(t *testing.T) {
+		g := NewWithT(t)
+		d, err := r.Descriptor(ctx, bareTemplate("1.1.0+build.7"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Component.String()).To(Equal(component + ":1.1.0+build.7"))
+		g.Expect(d.Images()).To(Equal([]string{"europe-docker.pkg.dev/kyma-project/prod/shop:1.1.0.build-build.7"}))
+		embedded, err := r.Descriptor(ctx, templateWith(g, klmTgzDescriptor))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(embedded.Images()).To(Equal([]string{"europe-docker.pkg.dev/kyma-project/prod/template-operator:1.0.0"}), "an embedded descriptor is used as it is")
+		_, err = (&Resolver{Registry: r.Registry, Components: named}).Descriptor(ctx, bareTemplate("1.0.0"))
+		g.Expect(err).To(MatchError(ContainSubstring("set --oci-registry-host")))
+	})
 
 	t.Run("an empty descriptor is no descriptor", func(t *testing.T) {
 		g := NewWithT(t)
