@@ -9,6 +9,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/fetch"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
@@ -49,6 +50,13 @@ type Options struct {
 	// with, in cosign's format. Content from other hosts needs no
 	// signature.
 	RequireSignatures map[string][]string
+	// OCIRegistryHost is the registry that holds the OCM component
+	// versions of modules whose ModuleTemplates embed no descriptor, as
+	// KLM's --oci-registry-host: host[:port][/path], http:// for plain
+	// HTTP. ModulesRepositorySubPath (KLM's --modules-repository-subpath)
+	// is appended to it. Empty: such templates are refused.
+	OCIRegistryHost          string
+	ModulesRepositorySubPath string
 }
 
 // DefaultOptions are the content defaults; flags override them.
@@ -103,6 +111,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.StringVar(&o.OCIRegistryHost, "oci-registry-host", o.OCIRegistryHost, "Registry holding the OCM component versions of modules published for KLM, as KLM's flag of that name: host[:port][/path], http:// for plain HTTP. A ModuleTemplate without spec.descriptor and spec.resources is read from <this>/component-descriptors/<ModuleReleaseMeta spec.ocmComponentName>:<spec.version>. Credentials come from --registry-credentials-secret; the host must be an allowed content host. Empty: such templates are refused.")
+	fs.StringVar(&o.ModulesRepositorySubPath, "modules-repository-subpath", o.ModulesRepositorySubPath, "Repository path appended to --oci-registry-host, as KLM's flag of that name.")
 	fs.Int64Var(&o.MaxBytes, "content-max-bytes", o.MaxBytes, "Largest module content layer or http(s) body, in bytes; larger ones are refused before or while they download.")
 	fs.Int64Var(&o.InFlightBytes, "content-inflight-bytes", o.InFlightBytes, "Bytes all content downloads in flight may hold together; more wait their turn.")
 	fs.DurationVar(&o.RenderDeadline, "helm-render-deadline", o.RenderDeadline, "Longest a Helm chart may take to render; its render process is then killed and its Manifest goes to Error.")
@@ -122,4 +132,30 @@ func (o *Options) validateRender() error {
 		return errors.New("--helm-render-deadline, --helm-max-output-bytes and --helm-max-concurrent-renders must not be negative")
 	}
 	return nil
+}
+
+// registryBase reads --oci-registry-host and --modules-repository-subpath.
+// The registry must be an allowed content host: with
+// --content-allowed-hosts set, it must be listed there or in
+// --insecure-registries, also when http:// makes it a plain-HTTP registry.
+func (o *Options) registryBase() (*ocm.Base, error) {
+	if strings.TrimSpace(o.OCIRegistryHost) == "" {
+		if strings.TrimSpace(o.ModulesRepositorySubPath) != "" {
+			return nil, errors.New("--modules-repository-subpath is set without --oci-registry-host")
+		}
+		return nil, nil //nolint:nilnil // no registry configured is no error
+	}
+	base, err := ocm.ParseBase(o.OCIRegistryHost, o.ModulesRepositorySubPath)
+	if err != nil {
+		return nil, fmt.Errorf("--oci-registry-host: %w", err)
+	}
+	host, err := fetch.ParseRegistryHost(base.Host)
+	if err != nil {
+		return nil, fmt.Errorf("--oci-registry-host: %w", err)
+	}
+	base.Host = host
+	if err := fetch.CheckAllowed(o.AllowedHosts, o.InsecureRegistries, host); err != nil {
+		return nil, fmt.Errorf("--oci-registry-host %s: %w; list the registry there", o.OCIRegistryHost, err)
+	}
+	return &base, nil
 }

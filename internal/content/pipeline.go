@@ -8,6 +8,7 @@ package content
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -20,6 +21,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ociartifact"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/signing"
 )
 
@@ -30,6 +32,8 @@ type Pipeline struct {
 	helm    *render.HelmRenderer
 	// maxUnpacked bounds a packed raw manifest once unpacked.
 	maxUnpacked int64
+	// registryBase is --oci-registry-host; nil when not set.
+	registryBase *ocm.Base
 }
 
 // New builds the pipeline; keychain supplies registry credentials, nil
@@ -43,8 +47,18 @@ func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
 	if err := opts.validateRender(); err != nil {
 		return nil, err
 	}
+	base, err := opts.registryBase()
+	if err != nil {
+		return nil, err
+	}
+	insecure := opts.InsecureRegistries
+	if base != nil && base.PlainHTTP {
+		// http:// means plain HTTP, as in KLM's flag; the host is allowed
+		// already (registryBase).
+		insecure = append(slices.Clip(insecure), base.Host)
+	}
 	fetchOpts := []fetch.Option{
-		fetch.WithInsecureRegistries(opts.InsecureRegistries...),
+		fetch.WithInsecureRegistries(insecure...),
 		fetch.WithAllowedHosts(opts.AllowedHosts...),
 		fetch.WithMaxBytes(opts.MaxBytes),
 		fetch.WithInFlightBytes(opts.InFlightBytes),
@@ -75,7 +89,15 @@ func New(opts Options, keychain authn.Keychain) (*Pipeline, error) {
 		MaxMemoryBytes: opts.RenderMaxMemoryBytes,
 		MaxConcurrent:  opts.MaxConcurrentRenders,
 	})
-	return &Pipeline{fetcher: fetcher, helm: helm, maxUnpacked: opts.RenderMaxOutputBytes}, nil
+	return &Pipeline{fetcher: fetcher, helm: helm, maxUnpacked: opts.RenderMaxOutputBytes, registryBase: base}, nil
+}
+
+// Descriptors is the resolver of the content of ModuleTemplates published
+// for KLM (internal/ocm): from an embedded OCM component descriptor, or,
+// with --oci-registry-host, from the component version in that registry,
+// whose component components names. One resolver serves every caller.
+func (p *Pipeline) Descriptors(components ocm.ComponentNames) *ocm.Resolver {
+	return &ocm.Resolver{Registry: p, Base: p.registryBase, Components: components}
 }
 
 // RegistryOptions are the options to read the registry at host as content

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
-	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 )
 
 // LinkPinner turns a content link into a digest-pinned one (Pipeline.Pin).
@@ -14,8 +13,8 @@ type LinkPinner interface {
 }
 
 // Descriptors derives the content links of a ModuleTemplate written the
-// KLM way, with an OCM component descriptor and no spec.resources
-// (internal/ocm). Its errors that only a new template can fix wrap
+// KLM way, with an OCM component descriptor (embedded, or found in a
+// configured registry) and no spec.resources (internal/ocm). Its errors that only a new template can fix wrap
 // ocm.ErrInvalid.
 type Descriptors interface {
 	Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error)
@@ -28,15 +27,19 @@ type Descriptors interface {
 // bytes.
 type Templates struct {
 	Pinner LinkPinner
-	// Descriptors, when set, derives the links of templates that carry
-	// only an OCM component descriptor; without it they have none.
+	// Descriptors, when set, derives the links of templates without
+	// spec.resources, from their OCM component descriptor (embedded, or in
+	// the registry --oci-registry-host names); without it they have none.
 	Descriptors Descriptors
 }
 
-// FromDescriptor tells whether the template's links come from its OCM
-// component descriptor rather than its spec.resources.
+// FromDescriptor tells whether the template's links come from an OCM
+// component descriptor rather than its spec.resources: every template
+// without spec.resources, whether it embeds its descriptor or the
+// descriptor is in the registry --oci-registry-host names (a template with
+// neither is refused there, with a message that says what to set).
 func (t Templates) FromDescriptor(template *v1beta2.ModuleTemplate) bool {
-	return len(template.Spec.Resources) == 0 && t.Descriptors != nil && ocm.HasDescriptor(template)
+	return len(template.Spec.Resources) == 0 && t.Descriptors != nil
 }
 
 // Pin returns the template's links pinned by digest: an oci:// tag resolves

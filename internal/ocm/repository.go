@@ -25,6 +25,9 @@ func repositoryOf(c Component) (Repository, error) {
 	if len(c.RepositoryContexts) == 0 {
 		return Repository{}, invalid("component %s names no repository (component.repositoryContexts is empty)", c)
 	}
+	if err := CheckComponentName(c.Name); err != nil {
+		return Repository{}, err
+	}
 	rc := c.RepositoryContexts[len(c.RepositoryContexts)-1]
 	kind, _, _ := strings.Cut(rc.Type, "/")
 	if !strings.EqualFold(kind, "OCIRegistry") {

@@ -26,6 +26,19 @@ type Resolver struct {
 	Registry Registry
 	// Timeout bounds one registry read; DefaultTimeout when zero.
 	Timeout time.Duration
+	// Base, when set, is the registry that holds the component versions
+	// of templates without an embedded descriptor (--oci-registry-host);
+	// Components names their components. Without it such a template is
+	// refused with a message that says to set it.
+	Base       *Base
+	Components ComponentNames
+}
+
+func (r *Resolver) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
 }
 
 // HasDescriptor reports whether a template carries a component descriptor
@@ -42,8 +55,12 @@ func HasDescriptor(template *v1beta2.ModuleTemplate) bool {
 // the links are pinned by the digests it gives, and the content is
 // verified against them when fetched. One that lists none is looked up in
 // its registry. Errors that only a new template or component version can
-// fix wrap ErrInvalid.
+// fix wrap ErrInvalid. A template without an embedded descriptor is read
+// from the configured registry (Base), as KLM reads it.
 func (r *Resolver) Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error) {
+	if !HasDescriptor(template) {
+		return r.fromRegistryHost(ctx, template)
+	}
 	d, err := Parse(template.Spec.Descriptor.Raw)
 	if err != nil {
 		return nil, err
@@ -66,11 +83,7 @@ func (r *Resolver) Resources(ctx context.Context, template *v1beta2.ModuleTempla
 	if r.Registry == nil {
 		return nil, fmt.Errorf("component %s: no registry access configured", d.Component)
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	stored, err := readComponentVersion(ctx, repo, d.Component.Name, d.Component.Version, opts)
 	if err != nil {

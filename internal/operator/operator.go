@@ -373,12 +373,16 @@ type controllerParts struct {
 // controllers with mgr.
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p controllerParts) error {
 	runtimes, pipeline, paused, watcherSources := p.runtimes, p.pipeline, p.paused, p.sources
+	// Templates published for KLM: from their embedded descriptor, or from
+	// --oci-registry-host, naming the component by the module's
+	// ModuleReleaseMeta as KLM does.
+	descriptors := pipeline.Descriptors(ocm.ReleaseMetaComponents{Reader: mgr.GetClient()})
 	if err := (&kyma.Reconciler{
 		Client:        mgr.GetClient(),
 		Takeover:      opts.KLMTakeover,
 		Runtimes:      runtimes,
 		Pinner:        pipeline,
-		Descriptors:   &ocm.Resolver{Registry: pipeline},
+		Descriptors:   descriptors,
 		Recorder:      mgr.GetEventRecorder("lifecycle-manager"),
 		Intervals:     opts.Intervals,
 		SyncNamespace: opts.SyncNamespace,
@@ -438,7 +442,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		// Kyma controller obeys it.
 		planner := &rollout.Reconciler{
 			Client: mgr.GetClient(), Namespace: opts.Namespace, Clock: opts.Clock,
-			Content:       content.Templates{Pinner: pipeline, Descriptors: &ocm.Resolver{Registry: pipeline}},
+			Content:       content.Templates{Pinner: pipeline, Descriptors: descriptors},
 			Pause:         paused,
 			Maintenance:   opts.MaintenanceWindows,
 			UpgradePolicy: opts.UpgradePolicy,

@@ -94,6 +94,10 @@ func setup(ctx context.Context, e *testenv.Env) (operator.Options, error) {
 	opts.Content.InsecureRegistries = []string{env.registry.Host(), "127.0.0.1"}
 	opts.Content.AllowedHosts = []string{"127.0.0.1"}
 	opts.Content.RegistryCredentialsSecret = registryCredentialsSecret
+	// Templates published for KLM without an embedded descriptor are read
+	// from here, as KLM's --oci-registry-host (ocm_registryhost_test.go).
+	opts.Content.OCIRegistryHost = "http://" + env.registry.Host()
+	opts.Content.ModulesRepositorySubPath = "kyma-modules"
 	signed, err := requireSignatures(e)
 	if err != nil {
 		return operator.Options{}, err

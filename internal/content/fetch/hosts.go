@@ -162,3 +162,12 @@ func checkAddress(address string) error {
 func refuseNonPublic(_, address string, _ syscall.RawConn) error {
 	return checkAddress(address)
 }
+
+// CheckAllowed refuses a registry host (host or host:port, as links write
+// it) that a fetcher with these allowed hosts and insecure registries
+// would refuse: for a registry the SRE names elsewhere (--oci-registry-host),
+// checked when the operator starts.
+func CheckAllowed(allowed, insecure []string, host string) error {
+	cfg := newConfig([]Option{WithAllowedHosts(allowed...), WithInsecureRegistries(insecure...)})
+	return hostPolicy{allowed: cfg.allowedHosts, insecure: cfg.insecureHosts}.permits(host)
+}
