@@ -36,6 +36,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/manifest"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/rollout"
+	takeovercontroller "github.com/runtime-fleet/lifecycle-manager/internal/controller/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
@@ -489,6 +490,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 			Events:           reconciler.NewEvents(mgr.GetEventRecorder("lifecycle-manager")),
 		}).SetupWithManager(mgr, opts.Backup.MaxConcurrency); err != nil {
 			return fmt.Errorf("setting up the backup controller: %w", err)
+		}
+	}
+	if opts.KLMTakeover != "" && opts.KLMTakeover != takeover.Off {
+		if err := (&takeovercontroller.Leftovers{Client: mgr.GetClient(), Namespace: opts.Namespace}).SetupWithManager(mgr); err != nil {
+			return err
 		}
 	}
 	if opts.CatalogSync {

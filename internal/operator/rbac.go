@@ -37,6 +37,10 @@ package operator
 //
 // Watchers: the default one is created at start; status is the operator's.
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers,verbs=get;list;watch;create
+// Patch of Watchers and ModuleReleaseMetas: only to remove the Kyma
+// lifecycle-manager's finalizers from them (--klm-takeover,
+// internal/controller/takeover).
+// +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers;modulereleasemetas,verbs=patch
 // +kubebuilder:rbac:groups=operator.kyma-project.io,namespace=kcp-system,resources=watchers/status,verbs=patch
 //
 // Runtime kubeconfig Secrets and the registry credentials are read; the

@@ -291,7 +291,8 @@ spec:
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: k.name}, &v1beta2.Kyma{}))
 	}, 2*timeout, interval).Should(BeTrue(), "the Kyma is deleted")
-	g.Expect(klm.snapshot(t)).To(BeEmpty(), "nothing of the modules and no runtime Kyma is left")
+	g.Eventually(func() map[string]takenObject { return klm.snapshot(t) }, timeout, interval).
+		Should(BeEmpty(), "nothing of the modules and no runtime Kyma is left (a CRD may take a moment to go)")
 	left := &corev1.ConfigMap{}
 	g.Expect(klm.rc.Get(ctx, client.ObjectKeyFromObject(owners), left)).To(Succeed(), "the owner's ConfigMap stays")
 	g.Expect(left.UID).To(Equal(owners.UID))
