@@ -556,3 +556,43 @@ func klmEntries(managers []string, klm ...string) []string {
 	}
 	return out
 }
+
+// TestKLMInstalledModuleIsLeftWithoutTakeover has KLM's module on a Kyma
+// that --klm-takeover does not cover (not labelled): this operator's
+// Manifest says so, with the fix, and writes nothing: KLM's objects and
+// its Manifest stay exactly as they are.
+func TestKLMInstalledModuleIsLeftWithoutTakeover(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	n := klmTakeoverSerial.Add(1)
+	name := "klmleft-" + string([]byte{byte('a' + n/676%26), byte('a' + n/26%26), byte('a' + n%26)})
+	m := klmModule{name: name, policy: v1beta2.CustomResourcePolicyCreateAndDelete, versions: map[string][]string{
+		"1.0.0": {fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s-config, namespace: kyma-system}\ndata: {mode: klm}", name)},
+	}}
+	m.publish(t)
+	newReleaseMeta(t, name, map[string]string{"regular": "1.0.0"})
+	k := newKymaWithLabels(t, map[string]string{v1beta2.SkipReconciliationLabel: "true"}, module(name))
+	klm := newKLMRuntime(k, k.get(g))
+	klm.syncNamespace(t)
+	klm.install(t, m, "1.0.0")
+	before := &corev1.ConfigMap{}
+	g.Expect(klm.rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name + "-config"}, before)).To(Succeed())
+	k.update(t, func(kyma *v1beta2.Kyma) { delete(kyma.Labels, v1beta2.SkipReconciliationLabel) })
+
+	klmName := klmManifestName(k.name, name)
+	g.Eventually(func(g Gomega) {
+		c := k.readyCondition(g, name)
+		g.Expect(c.Reason).To(Equal("KLMInstalled"))
+		g.Expect(c.Message).To(ContainSubstring("The Kyma lifecycle-manager installed this module (its Manifest " + klmName + ")"))
+		g.Expect(c.Message).To(ContainSubstring("--klm-takeover=all"))
+		g.Expect(c.Message).To(ContainSubstring(takeover.Label + "=true"))
+	}, timeout, interval).Should(Succeed())
+	after := &corev1.ConfigMap{}
+	g.Expect(klm.rc.Get(ctx, client.ObjectKeyFromObject(before), after)).To(Succeed())
+	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing written to KLM's object")
+	left := &v1beta2.Manifest{}
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: klmName}, left)).To(Succeed())
+	g.Expect(left.Finalizers).To(Equal([]string{takeover.ManifestFinalizer}), "KLM's Manifest is left as it is")
+	g.Expect(left.DeletionTimestamp).To(BeNil())
+}
