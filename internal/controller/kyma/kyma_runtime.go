@@ -2,6 +2,7 @@ package kyma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -72,7 +73,16 @@ func (s *runtimeSide) syncCRDs(ctx context.Context, cluster *remote.Cluster) err
 		objects = append(objects, obj)
 	}
 	if _, err := cluster.Applier().Apply(ctx, objects); err != nil {
-		return fmt.Errorf("applying CRDs to the runtime: %w", err)
+		// A CRD stalled on names its earlier spec asked for, which the
+		// API server never re-checks (an earlier release's short name
+		// over KLM's CRD): cleared, the apply goes through.
+		repaired, repairErr := apply.RepairStaleNamesAccepted(ctx, cluster.Client, RuntimeCRDs...)
+		if repairErr != nil || !repaired {
+			return fmt.Errorf("applying CRDs to the runtime: %w", errors.Join(err, repairErr))
+		}
+		if _, err := cluster.Applier().Apply(ctx, objects); err != nil {
+			return fmt.Errorf("applying CRDs to the runtime: %w", err)
+		}
 	}
 	remote.Remember(cluster, revision)
 	return nil
