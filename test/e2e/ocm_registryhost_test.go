@@ -32,8 +32,19 @@ func klmModulesBase() string { return env.registry.Host() + "/kyma-modules" }
 // tooling lays it out (publishKLM), and nothing else.
 func pushKLMComponent(t *testing.T, module, version string, blobs []ocmtest.Blob) {
 	t.Helper()
-	_, err := ocmtest.Push(context.Background(), klmModulesBase(), ocmtest.ComponentVersion{Name: klmComponent(module), Version: version, Blobs: blobs}, name.Insecure)
+	_, err := ocmtest.Push(context.Background(), klmModulesBase(), ocmtest.ComponentVersion{Name: klmComponent(module), Version: version, Blobs: blobs,
+		External: []map[string]any{klmImage(module, version)}}, name.Insecure)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+// klmImage is the module's manager image as its component version lists it
+// (an external ociArtifact), and as KLM puts it in the Manifest's
+// spec.localizedImages.
+func klmImage(module, version string) map[string]any {
+	return map[string]any{
+		"name": "module-image", "type": "ociArtifact", "relation": "external", "version": version,
+		"access": map[string]any{"type": "ociArtifact", "imageReference": "europe-docker.pkg.dev/kyma-project/prod/" + module + ":" + version},
+	}
 }
 
 // createBareKLMTemplate creates a module version's ModuleTemplate as
@@ -96,6 +107,8 @@ func TestKLMTemplateWithoutDescriptorResolvesThroughRegistryHost(t *testing.T) {
 		g.Expect(m.Spec.Resources).To(ConsistOf(HaveField("Link", HavePrefix(
 			fmt.Sprintf("oci://%s/component-descriptors/%s@sha256:", klmModulesBase(), klmComponent(mod))))),
 			"the Manifest links the raw manifest's layer in the configured registry, by digest")
+		g.Expect(m.Spec.LocalizedImages).To(Equal([]string{"europe-docker.pkg.dev/kyma-project/prod/" + mod + ":1.0.0"}),
+			"the images of the descriptor read from the registry, as KLM sets them: the rendered images are KLM's, and nothing rolls on takeover")
 		status := k.moduleStatus(g, mod)
 		g.Expect(status.OCMComponentName).To(Equal(klmComponent(mod)))
 		g.Expect(status.Message).NotTo(ContainSubstring("descriptor"), "the earlier Error is gone")

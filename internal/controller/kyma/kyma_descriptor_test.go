@@ -1,6 +1,8 @@
 package kyma
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -8,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -29,26 +32,78 @@ func descriptorTemplate(resourceVersion, component string, images ...string) *v1
 func TestDescriptorFacts(t *testing.T) {
 	g := NewWithT(t)
 	memo := &descriptorMemo{}
+	of := func(template *v1beta2.ModuleTemplate) descriptorFacts {
+		facts, err := memo.of(context.Background(), nil, template)
+		g.Expect(err).NotTo(HaveOccurred())
+		return facts
+	}
 	first := descriptorTemplate("1", "kyma-project.io/module/shop", "registry.example/prod/shop:1.0.0", "registry.example/prod/shop:1.0.0", "registry.example/prod/sidecar:2")
-	g.Expect(memo.of(first)).To(Equal(descriptorFacts{
+	g.Expect(of(first)).To(Equal(descriptorFacts{
 		component: "kyma-project.io/module/shop",
 		images:    []string{"registry.example/prod/shop:1.0.0", "registry.example/prod/sidecar:2"},
 	}))
 
 	// Same revision: the remembered facts, not a new parse.
 	sameRevision := descriptorTemplate("1", "kyma-project.io/module/other")
-	g.Expect(memo.of(sameRevision).component).To(Equal("kyma-project.io/module/shop"))
+	g.Expect(of(sameRevision).component).To(Equal("kyma-project.io/module/shop"))
 	// A new revision is read again.
-	g.Expect(memo.of(descriptorTemplate("2", "kyma-project.io/module/other")).component).To(Equal("kyma-project.io/module/other"))
-	g.Expect(memo.of(&v1beta2.ModuleTemplate{})).To(Equal(descriptorFacts{}))
+	g.Expect(of(descriptorTemplate("2", "kyma-project.io/module/other")).component).To(Equal("kyma-project.io/module/other"))
+	g.Expect(of(&v1beta2.ModuleTemplate{})).To(Equal(descriptorFacts{}))
 
 	modules := []resolve.Module{
 		{Name: "shop", Template: descriptorTemplate("3", "kyma-project.io/module/shop")},
 		{Name: "named", Template: descriptorTemplate("3", "kyma-project.io/module/shop"), OCMComponentName: "kyma-project.io/module/named"},
 		{Name: "plain", Template: &v1beta2.ModuleTemplate{}},
 	}
-	memo.describeModules(modules)
+	memo.describeModules(context.Background(), nil, modules)
 	g.Expect(modules[0].OCMComponentName).To(Equal("kyma-project.io/module/shop"))
 	g.Expect(modules[1].OCMComponentName).To(Equal("kyma-project.io/module/named"), "the ModuleReleaseMeta's name wins")
 	g.Expect(modules[2].OCMComponentName).To(BeEmpty())
+}
+
+// registryDescriptors stands in for the content pipeline's resolver: it
+// hands out a descriptor read "from the registry", or fails, and counts
+// the reads.
+type registryDescriptors struct {
+	raw   string
+	err   error
+	reads int
+}
+
+func (r *registryDescriptors) Descriptor(context.Context, *v1beta2.ModuleTemplate) (*ocm.Descriptor, error) {
+	r.reads++
+	if r.err != nil {
+		return nil, r.err
+	}
+	return ocm.Parse([]byte(r.raw))
+}
+
+// A template without an embedded descriptor (KLM's, through
+// --oci-registry-host) gets its images from the descriptor the resolver
+// reads, once per revision; a failed read is an error and is read again
+// next time, never remembered as "no images".
+func TestDescriptorFactsFromTheRegistry(t *testing.T) {
+	g := NewWithT(t)
+	memo := &descriptorMemo{}
+	embedded := descriptorTemplate("1", "kyma-project.io/module/klm", "registry.example/prod/klm:1.0.0")
+	reader := &registryDescriptors{err: errors.New("registry down")}
+	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "klm-uid", ResourceVersion: "1"}}
+
+	_, err := memo.of(context.Background(), reader, template)
+	g.Expect(err).To(MatchError(ContainSubstring("registry down")))
+	reader.err, reader.raw = nil, string(embedded.Spec.Descriptor.Raw)
+	facts, err := memo.of(context.Background(), reader, template)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(facts.images).To(Equal([]string{"registry.example/prod/klm:1.0.0"}))
+	g.Expect(facts.component).To(Equal("kyma-project.io/module/klm"))
+	_, _ = memo.of(context.Background(), reader, template)
+	g.Expect(reader.reads).To(Equal(2), "one failed read, one read for the revision")
+
+	// A template with its own links (spec.resources) names no descriptor.
+	withLinks := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "links", ResourceVersion: "1"},
+		Spec: v1beta2.ModuleTemplateSpec{Resources: []v1beta2.ContentResource{{Name: "rawManifest", Link: "oci://example/x@sha256:00"}}}}
+	facts, err = memo.of(context.Background(), reader, withLinks)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(facts).To(Equal(descriptorFacts{}))
+	g.Expect(reader.reads).To(Equal(2))
 }

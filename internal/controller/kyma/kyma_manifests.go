@@ -90,6 +90,10 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 	if err != nil {
 		return nil, err
 	}
+	images, err := r.localizedImages(ctx, template, revision, existing)
+	if err != nil {
+		return nil, err
+	}
 
 	m := &v1beta2.Manifest{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta2.GroupVersion.String(), Kind: "Manifest"},
@@ -120,7 +124,7 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 			SyncNamespace:        kyma.Spec.SyncNamespace,
 			RBAC:                 template.Spec.RBAC.DeepCopy(),
 			OperatorKubeconfig:   template.Spec.Target == v1beta2.TargetControlPlane,
-			LocalizedImages:      r.descriptors.of(template).images,
+			LocalizedImages:      images,
 		},
 	}
 	if hasHelmChart(template) {
@@ -139,6 +143,22 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 		return nil, fmt.Errorf("owning Manifest: %w", err)
 	}
 	return m, nil
+}
+
+// localizedImages are the images the template's descriptor lists, as the
+// Kyma API's spec.localizedImages. When the descriptor must be read from a
+// registry that does not answer now, the Manifest of the same template
+// revision keeps the images it has (as its pins are kept): a restart during
+// a registry outage must not change what the module renders.
+func (r *Reconciler) localizedImages(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest) ([]string, error) {
+	facts, err := r.descriptors.of(ctx, r.Descriptors, template)
+	if err == nil {
+		return facts.images, nil
+	}
+	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision {
+		return existing.Spec.LocalizedImages, nil
+	}
+	return nil, fmt.Errorf("reading the images of the module's OCM component descriptor: %w", err)
 }
 
 // pinnedResources pins the template's links by digest (content.Templates),
