@@ -40,11 +40,12 @@ func NewCommand() *cobra.Command {
   lmctl dev       a local control plane, runtimes, sample modules and the operator, in one command
   lmctl status    the fleet at a glance: one row per runtime, or one runtime's modules
   lmctl modules   the module catalog: channels, versions, mandatory/beta/internal
-  lmctl rollout   module rollouts in waves: status, pause, resume`,
+  lmctl rollout   module rollouts in waves: status, pause, resume
+  lmctl klm       plan and check the takeover of a fleet from the Kyma lifecycle-manager`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand(), newModuleCommand(), newConsoleCommand())
+	root.AddCommand(newDevCommand(), newStatusCommand(), newModulesCommand(), newRolloutCommand(), newHistoryCommand(), newBackupCommand(), newModuleCommand(), newConsoleCommand(), newKLMCommand())
 	return root
 }
 

@@ -6,15 +6,9 @@ import (
 	"slices"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,37 +118,15 @@ func takeOverCatalog(ctx context.Context, c client.Client, namespace string, now
 	return nil
 }
 
-// klmAgent are the objects of KLM's runtime agent (skr-webhook), all in the
-// sync namespace but the PriorityClass and the webhook configuration.
-var klmAgent = []struct {
-	gvk        schema.GroupVersionKind
-	name       string
-	namespaced bool
-}{
-	{admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"), "skr-webhook", false},
-	{appsv1.SchemeGroupVersion.WithKind("Deployment"), "skr-webhook", true},
-	{corev1.SchemeGroupVersion.WithKind("Service"), "skr-webhook", true},
-	{corev1.SchemeGroupVersion.WithKind("Service"), "skr-webhook-metrics", true},
-	{corev1.SchemeGroupVersion.WithKind("Secret"), "skr-webhook-tls", true},
-	{schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"), "skr-webhook-priority", false},
-	{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), "kyma-project.io--seed-to-watcher", true},
-	{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), "kyma-project.io--watcher-to-apiserver", true},
-	{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), "kyma-project.io--metrics-to-watcher", true},
-	{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), "kyma-project.io--watcher-to-dns", true},
-}
-
 // removeKLMAgent deletes KLM's runtime agent: it reports to KLM's listener
 // alone, and this operator's runtime-watcher replaces it. The webhook
 // configuration goes first, so that no request waits on a webhook whose
 // server is going. Only objects KLM labelled as its own are deleted.
 func removeKLMAgent(ctx context.Context, c client.Client, namespace string) error {
-	for _, o := range klmAgent {
+	for _, o := range takeover.Agent {
 		live := &metav1.PartialObjectMetadata{}
-		live.SetGroupVersionKind(o.gvk)
-		key := client.ObjectKey{Name: o.name}
-		if o.namespaced {
-			key.Namespace = namespace
-		}
+		live.SetGroupVersionKind(o.GVK)
+		key := o.Key(namespace)
 		if err := c.Get(ctx, key, live); err != nil {
 			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				continue
@@ -165,7 +137,7 @@ func removeKLMAgent(ctx context.Context, c client.Client, namespace string) erro
 			continue // not KLM's: someone else's under the same name
 		}
 		if err := c.Delete(ctx, live); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("removing the Kyma lifecycle-manager's agent (%s %s): %w", o.gvk.Kind, o.name, err)
+			return fmt.Errorf("removing the Kyma lifecycle-manager's agent (%s %s): %w", o.GVK.Kind, o.Name, err)
 		}
 	}
 	return nil

@@ -30,7 +30,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/backup"
-	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
+	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/runtimes"
 )
 
 // FieldManager owns what a restore writes.
@@ -243,7 +243,7 @@ func restore(ctx context.Context, o RestoreOptions, store *backup.Store, key *ba
 		}
 	}
 
-	cfg, err := runtimeConfig(ctx, o.KCP, o.Namespace, o.Kyma)
+	cfg, err := runtimes.Config(ctx, o.KCP, o.Namespace, o.Kyma)
 	if err != nil {
 		return res, err
 	}
@@ -325,25 +325,6 @@ func mergeModules(listed, backedUp []v1beta2.Module) []v1beta2.Module {
 		}
 	}
 	return out
-}
-
-// runtimeConfig reaches the runtime through its registration Secret, on
-// the operator's terms (inline credentials only).
-func runtimeConfig(ctx context.Context, kcp client.Client, namespace, kyma string) (*rest.Config, error) {
-	secrets := &corev1.SecretList{}
-	if err := kcp.List(ctx, secrets, client.InNamespace(namespace), client.MatchingLabels{v1beta2.KymaNameLabel: kyma}); err != nil {
-		return nil, fmt.Errorf("finding the kubeconfig Secret of Kyma %s: %w", kyma, err)
-	}
-	for _, s := range secrets.Items {
-		if raw, ok := s.Data["config"]; ok {
-			cfg, err := remote.RESTConfig(raw)
-			if err != nil {
-				return nil, fmt.Errorf("the kubeconfig Secret %s of Kyma %s: %w", s.Name, kyma, err)
-			}
-			return cfg, nil
-		}
-	}
-	return nil, fmt.Errorf("no kubeconfig Secret of Kyma %s (label %s=%s, key config)", kyma, v1beta2.KymaNameLabel, kyma)
 }
 
 // waitForKind waits, until the restore's deadline, for the runtime to
