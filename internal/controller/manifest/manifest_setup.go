@@ -53,7 +53,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 		// its Manifests looked at at once, so drift made meanwhile is
 		// corrected without waiting for the next interval.
 		Watches(&v1beta2.Kyma{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfKyma),
-			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// The Kyma lifecycle-manager's Manifest is released as soon as a
+		// Manifest records taking it over (manifest_takeover.go).
+		Watches(&v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(takenOverPredecessor),
+			builder.WithPredicates(takeoverRecorded))
 	b = b.WatchesRawSource(source.Channel(r.checks.found, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{}))
 	if opts.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(opts.Reports, r.reported()))

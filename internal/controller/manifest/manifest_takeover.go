@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
@@ -165,16 +168,17 @@ func (r *Reconciler) kymaOf(ctx context.Context, manifest *v1beta2.Manifest) *v1
 // recorded that it took the objects over, KLM's Manifest has no duty left,
 // and its finalizers go and it is deleted; until then it is left exactly as
 // it is (also while the Kyma is not taken over), and looked at again.
+//
+// It is looked at again when a Manifest records taking it over
+// (takenOverPredecessor), and when its Kyma's labels change (a pause ends,
+// the takeover label is set): no polling while it waits.
 func (r *Reconciler) releasePredecessor(ctx context.Context, klm *v1beta2.Manifest, kyma *v1beta2.Kyma) (ctrl.Result, error) {
-	if !r.Takeover.Covers(kyma) {
+	if !r.Takeover.Covers(kyma) || r.Pause.Paused(kyma) {
 		return ctrl.Result{}, nil
 	}
 	successor, err := r.successor(ctx, klm)
-	if err != nil {
+	if err != nil || successor == nil {
 		return ctrl.Result{}, err
-	}
-	if successor == nil {
-		return ctrl.Result{RequeueAfter: r.Intervals.After(v1beta2.StateProcessing)}, nil
 	}
 	// Deleted before its finalizers go: were the patch to fail, the next
 	// look still finds KLM's finalizers, and never takes it for a
@@ -191,4 +195,26 @@ func (r *Reconciler) releasePredecessor(ctx context.Context, klm *v1beta2.Manife
 	}
 	ctrl.LoggerFrom(ctx).Info("Released the Kyma lifecycle-manager's Manifest", "takenOverBy", successor.Name)
 	return ctrl.Result{}, nil
+}
+
+// takeoverRecorded passes the update in which a Manifest first records
+// that it took over a KLM Manifest.
+var takeoverRecorded = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, okBefore := e.ObjectOld.(*v1beta2.Manifest)
+		after, okAfter := e.ObjectNew.(*v1beta2.Manifest)
+		return okBefore && okAfter && before.Status.TakenOver == nil && after.Status.TakenOver != nil
+	},
+}
+
+// takenOverPredecessor is the KLM Manifest that a Manifest took over.
+func takenOverPredecessor(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*v1beta2.Manifest)
+	if !ok || m.Status.TakenOver == nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: m.Status.TakenOver.Manifest}}}
 }
