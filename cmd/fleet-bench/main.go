@@ -50,6 +50,7 @@ func run() int {
 	flag.IntVar(&opts.Shards, "shards", opts.Shards, "Run the operator as this many shards (--shards, --shard-id), each a whole operator in this process, shard 0 planning the rollouts; 0 or 1 runs one operator.")
 	flag.BoolVar(&opts.CatalogSync, "catalog-sync", opts.CatalogSync, "Copy the module catalog into every runtime (the product's default); each Kyma gets its own copy in its namespace.")
 	flag.BoolVar(&opts.Upgrade, "upgrade", opts.Upgrade, "Run the fleet-wide upgrade (channel moved to 2.0.0 for every module) after the install.")
+	flag.BoolVar(&opts.Takeover, "takeover", opts.Takeover, "Instead of the install, write the fleet as the Kyma lifecycle-manager leaves it (its Manifests, finalizers, field managers and marks) and time the operator taking it over (--klm-takeover=all); the report checks that no module object was recreated or changed.")
 	rollout := opts.Rollout
 	var (
 		withRollout        = true

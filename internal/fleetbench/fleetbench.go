@@ -42,6 +42,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
 	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
@@ -75,6 +76,10 @@ type Options struct {
 	CatalogSync bool
 	// Upgrade runs the fleet-wide upgrade after the install.
 	Upgrade bool
+	// Takeover replaces the install: the fleet is written as the Kyma
+	// lifecycle-manager leaves it, and the operator takes it over
+	// (takeover.go).
+	Takeover bool
 	// Rollout, when set, runs a last phase: one module's channel moves to a
 	// new version under a ModuleRollout with this policy.
 	Rollout *RolloutOptions
@@ -267,6 +272,20 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 	}
+	kubeconfigs := make([][]byte, 0, len(b.runtimes))
+	for _, rt := range b.runtimes {
+		kubeconfigs = append(kubeconfigs, rt.Kubeconfig())
+	}
+	var klmObjects map[string]moduleObjectState
+	var klmWrite time.Duration
+	if b.opts.Takeover {
+		started := time.Now()
+		var err error
+		if klmObjects, err = b.writeKLMFleet(ctx, kubeconfigs); err != nil {
+			return err
+		}
+		klmWrite = time.Since(started)
+	}
 	if err := watchKymas(bg, b.kcp.Config(), namespace, b.tracker); err != nil {
 		return err
 	}
@@ -280,13 +299,18 @@ func (b *bench) run(ctx context.Context) error {
 	b.timelineRef = ref
 	b.background.Go(func() { b.sampleTimeline(bg) })
 
-	kubeconfigs := make([][]byte, 0, len(b.runtimes))
-	for _, rt := range b.runtimes {
-		kubeconfigs = append(kubeconfigs, rt.Kubeconfig())
+	if b.opts.Takeover {
+		// The operator started on KLM's fleet: the phase has no load of
+		// its own, and its clock starts with the operator's caches synced.
+		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, func(context.Context) error { return nil })
+		if err == nil {
+			b.report.TakeoverCheck, err = b.checkTakeover(ctx, klmObjects, klmWrite)
+		}
+	} else {
+		b.report.Install, err = b.runPhase(ctx, phaseInstall, goal{version: installVersion, modules: b.opts.Modules}, false, func(ctx context.Context) error {
+			return createKymas(ctx, b.client, namespace, b.opts.Kymas, kubeconfigs, b.modules, b.opts.CreateConcurrency, &b.benchWrites)
+		})
 	}
-	b.report.Install, err = b.runPhase(ctx, phaseInstall, goal{version: installVersion, modules: b.opts.Modules}, false, func(ctx context.Context) error {
-		return createKymas(ctx, b.client, namespace, b.opts.Kymas, kubeconfigs, b.modules, b.opts.CreateConcurrency, &b.benchWrites)
-	})
 	if profErr := b.writeHeapProfile(); profErr != nil || err != nil {
 		return errors.Join(err, profErr)
 	}
@@ -503,6 +527,9 @@ func (b *bench) startOperator(ctx context.Context) error {
 	// servers, and the worker cap counts by API server: it would model
 	// the whole fleet as that few runtimes.
 	opts.MaxWorkersPerRuntime = 0
+	if b.opts.Takeover {
+		opts.KLMTakeover = takeover.All
+	}
 	b.configureBackups(&opts)
 
 	shards := max(b.opts.Shards, 1)

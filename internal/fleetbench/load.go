@@ -37,39 +37,46 @@ func createKymas(ctx context.Context, c client.Client, namespace string, n int, 
 	g.SetLimit(concurrency)
 	for i := range n {
 		g.Go(func() error {
-			name := kymaName(i)
-			rt := i % len(kubeconfigs)
-			secret := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: name + "-kubeconfig", Namespace: namespace,
-					Labels: map[string]string{v1beta2.KymaNameLabel: name},
-				},
-				Data: map[string][]byte{remote.KubeconfigKey: kubeconfigs[rt]},
-			}
+			secret, kyma := kymaObjects(i, namespace, kubeconfigs, modules)
 			if err := c.Create(ctx, secret); err != nil {
-				return fmt.Errorf("registering runtime %s: %w", name, err)
+				return fmt.Errorf("registering runtime %s: %w", kyma.Name, err)
 			}
 			writes.Add(1)
-			kyma := &v1beta2.Kyma{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: name, Namespace: namespace,
-					Labels: map[string]string{v1beta2.RuntimeIDLabel: name, runtimeLabel: strconv.Itoa(rt)},
-				},
-				Spec: v1beta2.KymaSpec{Channel: benchChannel, SyncNamespace: name},
-			}
-			for _, m := range modules {
-				kyma.Spec.Modules = append(kyma.Spec.Modules, v1beta2.Module{
-					Name: m, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete,
-				})
-			}
 			if err := c.Create(ctx, kyma); err != nil {
-				return fmt.Errorf("creating Kyma %s: %w", name, err)
+				return fmt.Errorf("creating Kyma %s: %w", kyma.Name, err)
 			}
 			writes.Add(1)
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// kymaObjects are the i-th Kyma, on runtime API server i mod the
+// kubeconfigs, and its kubeconfig Secret.
+func kymaObjects(i int, namespace string, kubeconfigs [][]byte, modules []string) (*corev1.Secret, *v1beta2.Kyma) {
+	name := kymaName(i)
+	rt := i % len(kubeconfigs)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name + "-kubeconfig", Namespace: namespace,
+			Labels: map[string]string{v1beta2.KymaNameLabel: name},
+		},
+		Data: map[string][]byte{remote.KubeconfigKey: kubeconfigs[rt]},
+	}
+	kyma := &v1beta2.Kyma{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace,
+			Labels: map[string]string{v1beta2.RuntimeIDLabel: name, runtimeLabel: strconv.Itoa(rt)},
+		},
+		Spec: v1beta2.KymaSpec{Channel: benchChannel, SyncNamespace: name},
+	}
+	for _, m := range modules {
+		kyma.Spec.Modules = append(kyma.Spec.Modules, v1beta2.Module{
+			Name: m, Managed: true, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete,
+		})
+	}
+	return secret, kyma
 }
 
 // moveChannel points the bench channel of every module at version: the

@@ -26,11 +26,15 @@ type Report struct {
 	SetupSeconds float64    `json:"setupSeconds"`
 	Raw          *RawWrites `json:"rawWrites,omitempty"`
 	Install      *Phase     `json:"install,omitempty"`
-	Upgrade      *Phase     `json:"upgrade,omitempty"`
-	Rollout      *Rollout   `json:"rollout,omitempty"`
-	Backups      *Backups   `json:"backups,omitempty"`
-	Idle         *Idle      `json:"idle,omitempty"`
-	Memory       Memory     `json:"memory"`
+	// Takeover replaces Install under --takeover; TakeoverCheck is what it
+	// left (takeover.go).
+	Takeover      *Phase         `json:"takeover,omitempty"`
+	TakeoverCheck *TakeoverCheck `json:"takeoverCheck,omitempty"`
+	Upgrade       *Phase         `json:"upgrade,omitempty"`
+	Rollout       *Rollout       `json:"rollout,omitempty"`
+	Backups       *Backups       `json:"backups,omitempty"`
+	Idle          *Idle          `json:"idle,omitempty"`
+	Memory        Memory         `json:"memory"`
 	// Caches are what each operator's (each shard's) informers held of
 	// Kymas, Manifests and Secrets when the install ended; shard 0's
 	// rollout planner holds every Kyma and Manifest in a cache of its own
@@ -299,6 +303,12 @@ func minimalWrites(phase string, n, m int) (kcp, runtimes int) {
 	// and one status write; per Kyma one status write.
 	kcp = n * (2*m + 1)
 	switch phase {
+	case phaseTakeover:
+		// Per Manifest also KLM's released: deleted and its finalizer
+		// removed. Per Kyma the runtime's Kyma; per module object its
+		// fields moved and this operator's labels applied.
+		kcp += n * m * 2
+		runtimes = n * (4*m + 1)
 	case phaseInstall:
 		// Per Kyma: its namespace, the runtime's Kyma, and each module's
 		// ConfigMap and custom resource.
@@ -367,6 +377,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "%s: operation history recorded %d operations to %s; Manifest status writes %.2f per Manifest moved (one is the write that reports the result)\n",
 			p.Name, p.History.Operations, p.Version, p.History.StatusWritesPerManifest)
 	}
+	r.TakeoverCheck.print(w)
 	r.Rollout.print(w)
 	r.Backups.print(w)
 	if r.Upgrade != nil && r.Upgrade.StaleReadyKymas > 0 {
@@ -417,7 +428,7 @@ func (r *Report) Print(w io.Writer) {
 // phases are the phases that ran, in order.
 func (r *Report) phases() []*Phase {
 	var out []*Phase
-	for _, p := range []*Phase{r.Install, r.Upgrade} {
+	for _, p := range []*Phase{r.Install, r.Takeover, r.Upgrade} {
 		if p != nil {
 			out = append(out, p)
 		}

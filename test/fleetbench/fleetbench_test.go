@@ -278,3 +278,50 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestSmallFleetIsTakenOverFromKLM runs the takeover phase at a small size:
+// every Kyma written as the Kyma lifecycle-manager leaves it is Ready under
+// this operator, every Manifest recorded its takeover, none of KLM's is
+// left, and no module object was recreated or changed its spec or data.
+func TestSmallFleetIsTakenOverFromKLM(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	const kymas, modules = 4, 3
+	opts := fleetbench.DefaultOptions()
+	opts.Kymas, opts.Modules, opts.Runtimes = kymas, modules, 2
+	opts.Takeover = true
+	opts.Rollout = nil
+	opts.RawWrites = 0
+	opts.Idle = 0
+	opts.SampleInterval = time.Second
+	opts.Progress = testWriter{t}
+	report, err := fleetbench.Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("the benchmark failed: %v", err)
+	}
+	p, check := report.Takeover, report.TakeoverCheck
+	if report.Install != nil || p == nil || check == nil {
+		t.Fatalf("the takeover phase replaces the install: install %v, takeover %v, check %v", report.Install, p, check)
+	}
+	if !p.Converged || p.KymasDone != kymas {
+		t.Errorf("takeover: %d of %d Kymas done (converged %v); not done: %v", p.KymasDone, kymas, p.Converged, p.NotDone)
+	}
+	if p.BenchWrites != 0 {
+		t.Errorf("takeover: the benchmark wrote %d objects during the phase, want none (KLM's fleet is written before it)", p.BenchWrites)
+	}
+	if check.TakenOver != kymas*modules || check.KLMManifestsLeft != 0 {
+		t.Errorf("takeover: %d Manifests recorded a takeover and %d of KLM's are left, want %d and 0", check.TakenOver, check.KLMManifestsLeft, kymas*modules)
+	}
+	if check.ModuleObjects != 2*kymas*modules || check.Recreated != 0 || check.SpecChanged != 0 {
+		t.Errorf("takeover: of %d module objects (want %d) %d recreated and %d changed, want none", check.ModuleObjects, 2*kymas*modules, check.Recreated, check.SpecChanged)
+	}
+	if p.Runtimes.Writes < float64(p.MinimalRuntimeWrites) || p.OperatorKCPWrites < float64(p.MinimalKCPWrites) {
+		t.Errorf("takeover: %v runtime and %v control-plane writes, fewer than the minimal %d and %d", p.Runtimes.Writes, p.OperatorKCPWrites, p.MinimalRuntimeWrites, p.MinimalKCPWrites)
+	}
+	var out strings.Builder
+	report.Print(&out)
+	if !strings.Contains(out.String(), "takeover: KLM's fleet written in") {
+		t.Errorf("the printed report does not say what the takeover left:\n%s", out.String())
+	}
+}
