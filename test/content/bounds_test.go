@@ -136,8 +136,11 @@ func TestChartsThatNeedGigabytesEndInError(t *testing.T) {
 	charts := map[string]string{
 		// One 3 GB string at once.
 		perRun("huge-string", run): `{{ repeat 3000000000 "x" }}`,
-		// 100 KB more kept on every turn of a loop, 10 GB in all.
-		perRun("hoarding", run): `{{ $d := dict }}{{ range $i := until 100000 }}{{ $_ := set $d (toString $i) (repeat 100000 "x") }}{{ end }}`,
+		// 1 MB more kept on every turn of a loop, 100 GB in all: the
+		// budget is passed after about 130 turns, long before the render
+		// deadline even on a loaded machine (at 100 KB a turn, 1,300 turns
+		// on two busy cores once took longer than the deadline).
+		perRun("hoarding", run): `{{ $d := dict }}{{ range $i := until 100000 }}{{ $_ := set $d (toString $i) (repeat 1000000 "x") }}{{ end }}`,
 	}
 	modules := []string{samplemodules.Sample}
 	for name, template := range charts {
