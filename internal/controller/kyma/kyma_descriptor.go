@@ -49,20 +49,31 @@ func (d *descriptorMemo) of(ctx context.Context, templates content.Templates, te
 	if template == nil {
 		return descriptorFacts{}, nil
 	}
-	uid := string(template.UID)
-	d.mu.Lock()
-	entry, ok := d.byUID[uid]
-	d.mu.Unlock()
-	if ok && entry.resourceVersion == template.ResourceVersion {
-		return entry.facts, nil
+	if facts, ok := d.remembered(template); ok {
+		return facts, nil
 	}
-	read, err, _ := d.reads.Do(uid+"/"+template.ResourceVersion, func() (any, error) {
+	read, err, _ := d.reads.Do(string(template.UID)+"/"+template.ResourceVersion, func() (any, error) {
+		// A read that ended since this caller looked is not done again.
+		if facts, ok := d.remembered(template); ok {
+			return facts, nil
+		}
 		return d.read(ctx, templates, template)
 	})
 	if err != nil {
 		return descriptorFacts{}, err
 	}
 	return read.(descriptorFacts), nil
+}
+
+// remembered returns the facts read for the template's revision, if any.
+func (d *descriptorMemo) remembered(template *v1beta2.ModuleTemplate) (descriptorFacts, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	entry, ok := d.byUID[string(template.UID)]
+	if !ok || entry.resourceVersion != template.ResourceVersion {
+		return descriptorFacts{}, false
+	}
+	return entry.facts, true
 }
 
 // read asks the content pipeline for the template's descriptor and
