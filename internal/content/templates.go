@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 )
 
 // LinkPinner turns a content link into a digest-pinned one (Pipeline.Pin).
@@ -18,6 +19,9 @@ type LinkPinner interface {
 // ocm.ErrInvalid.
 type Descriptors interface {
 	Resources(ctx context.Context, template *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error)
+	// Descriptor is the descriptor the links come from: the embedded
+	// one, or the one stored in the configured registry.
+	Descriptor(ctx context.Context, template *v1beta2.ModuleTemplate) (*ocm.Descriptor, error)
 }
 
 // Templates resolves what a ModuleTemplate installs into links pinned by
@@ -40,6 +44,29 @@ type Templates struct {
 // neither is refused there, with a message that says what to set).
 func (t Templates) FromDescriptor(template *v1beta2.ModuleTemplate) bool {
 	return len(template.Spec.Resources) == 0 && t.Descriptors != nil
+}
+
+// Descriptor is the OCM component descriptor a template's module is
+// described by, for what it tells besides the links (the component's name,
+// its images: the Kyma API's localized images): the embedded one, or, for a
+// template whose links come from the registry --oci-registry-host names,
+// the one stored there, read as Pin reads it. ok is false when the
+// template has neither. A registry that cannot be read now is an error to
+// retry; what only a new template or component version can fix wraps
+// ocm.ErrInvalid.
+func (t Templates) Descriptor(ctx context.Context, template *v1beta2.ModuleTemplate) (d *ocm.Descriptor, ok bool, err error) {
+	switch {
+	case ocm.HasDescriptor(template):
+		d, err = ocm.Parse(template.Spec.Descriptor.Raw)
+	case t.FromDescriptor(template):
+		d, err = t.Descriptors.Descriptor(ctx, template)
+	default:
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("ModuleTemplate %s: %w", template.Name, err)
+	}
+	return d, true, nil
 }
 
 // Pin returns the template's links pinned by digest: an oci:// tag resolves

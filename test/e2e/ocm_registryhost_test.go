@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,13 +139,38 @@ func TestKLMTemplateWithoutDescriptorResolvesThroughRegistryHost(t *testing.T) {
 	g.Expect(k.manifest(g, mod).Spec.Version).To(Equal("1.0.0"), "the Manifest is left as it was")
 
 	// Pushing the component version is enough; its raw manifest is plain
-	// YAML this time.
+	// YAML this time, with the module's manager as built (its image in
+	// the build registry) and a helper image the component version does
+	// not list.
+	rawManifest := append(goodManifest(mod, next), fmt.Appendf(nil, `---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s-manager
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s-manager}}
+  template:
+    metadata: {labels: {app: %[1]s-manager}}
+    spec:
+      containers:
+        - {name: manager, image: "registry.build.example/dev/%[1]s:dev"}
+        - {name: helper, image: "registry.build.example/tools/helper:1"}
+`, mod)...)
 	pushKLMComponent(t, mod, next, []ocmtest.Blob{
-		{Name: "raw-manifest", Type: "yaml", MediaType: "application/octet-stream", Data: goodManifest(mod, next)},
+		{Name: "raw-manifest", Type: "yaml", MediaType: "application/octet-stream", Data: rawManifest},
 	})
 	expectModuleReadyAt(t, k, mod, next)
 	g.Expect(k.inRuntime(cm, mod+"-config")).To(Succeed())
 	g.Expect(cm.Labels).To(HaveKeyWithValue(v1beta2.KymaNameLabel, k.name), "installed and owned like any module")
+	localized := "europe-docker.pkg.dev/kyma-project/prod/" + mod + ":" + next
+	g.Expect(k.manifest(g, mod).Spec.LocalizedImages).To(Equal([]string{localized}), "the new version's descriptor, read from the registry")
+	deployment := &appsv1.Deployment{}
+	g.Expect(k.inRuntime(deployment, mod+"-manager")).To(Succeed())
+	g.Expect(deployment.Spec.Template.Spec.Containers).To(ConsistOf(
+		And(HaveField("Name", "manager"), HaveField("Image", localized)),
+		And(HaveField("Name", "helper"), HaveField("Image", "registry.build.example/tools/helper:1"))),
+		"the manager runs the localized image, as under KLM; an image the descriptor does not list is left as built")
 	g.Eventually(func(g Gomega) {
 		g.Expect(k.moduleStatus(g, mod).Message).NotTo(ContainSubstring("not in the registry"), "the earlier Error is gone")
 		g.Expect(k.get(g).Status.State).To(Equal(v1beta2.StateReady))

@@ -195,7 +195,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	if err != nil {
 		return readFailed(err), false
 	}
-	r.descriptors.describeModules(ctx, r.Descriptors, modules)
+	r.descriptors.describeModules(ctx, r.templates(), modules)
 	// Read Manifests again so that status reflects what was just written.
 	current, err := r.manifests(ctx, kyma)
 	if err != nil {

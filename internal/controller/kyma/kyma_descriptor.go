@@ -4,7 +4,10 @@ import (
 	"context"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
@@ -13,18 +16,11 @@ import (
 // content (internal/ocm): the module's component, which the Kyma's status
 // reports (status.modules[].ocmComponentName) when its ModuleReleaseMeta
 // names none, and its images, which the Manifest carries as the Kyma API's
-// spec.localizedImages. A descriptor is parsed once per template revision,
-// not at every reconcile of every Kyma that has the module. A template
-// without an embedded descriptor (KLM's, resolved through
-// --oci-registry-host) has its descriptor read by the content pipeline's
-// resolver (descriptorReader), once per revision too.
-
-// descriptorReader reads a template's descriptor wherever it is: embedded,
-// or in the registry the operator's --oci-registry-host names
-// (ocm.Resolver).
-type descriptorReader interface {
-	Descriptor(ctx context.Context, template *v1beta2.ModuleTemplate) (*ocm.Descriptor, error)
-}
+// spec.localizedImages. The content pipeline finds the descriptor
+// (content.Templates.Descriptor): embedded, or, for a template without one
+// (KLM's, resolved through --oci-registry-host), in that registry. It is
+// read once per template revision, not at every reconcile of every Kyma
+// that has the module; reconciles that ask at the same time share one read.
 
 // descriptorFacts is what a descriptor tells.
 type descriptorFacts struct {
@@ -36,6 +32,7 @@ type descriptorFacts struct {
 type descriptorMemo struct {
 	mu    sync.Mutex
 	byUID map[string]memoEntry
+	reads singleflight.Group
 }
 
 type memoEntry struct {
@@ -45,42 +42,56 @@ type memoEntry struct {
 
 // of returns the facts of template's descriptor: none when it has none,
 // or an embedded one that does not parse (the content derivation reports
-// that). One that reader must read from a registry is read once per
-// revision; a failure is returned, and not remembered, so that the next
-// reconcile reads it again.
-func (d *descriptorMemo) of(ctx context.Context, reader any, template *v1beta2.ModuleTemplate) (descriptorFacts, error) {
+// that). A descriptor that must be read from a registry and cannot be read
+// now is an error, not remembered: the next reconcile reads it again, and
+// its images are never taken to be none.
+func (d *descriptorMemo) of(ctx context.Context, templates content.Templates, template *v1beta2.ModuleTemplate) (descriptorFacts, error) {
 	if template == nil {
 		return descriptorFacts{}, nil
 	}
-	embedded := ocm.HasDescriptor(template)
-	registry, readable := reader.(descriptorReader)
-	if !embedded && !readable {
-		return descriptorFacts{}, nil
+	if facts, ok := d.remembered(template); ok {
+		return facts, nil
 	}
-	uid := string(template.UID)
+	read, err, _ := d.reads.Do(string(template.UID)+"/"+template.ResourceVersion, func() (any, error) {
+		// A read that ended since this caller looked is not done again.
+		if facts, ok := d.remembered(template); ok {
+			return facts, nil
+		}
+		return d.read(ctx, templates, template)
+	})
+	if err != nil {
+		return descriptorFacts{}, err
+	}
+	return read.(descriptorFacts), nil
+}
+
+// remembered returns the facts read for the template's revision, if any.
+func (d *descriptorMemo) remembered(template *v1beta2.ModuleTemplate) (descriptorFacts, bool) {
 	d.mu.Lock()
-	entry, ok := d.byUID[uid]
-	d.mu.Unlock()
-	if ok && entry.resourceVersion == template.ResourceVersion {
-		return entry.facts, nil
+	defer d.mu.Unlock()
+	entry, ok := d.byUID[string(template.UID)]
+	if !ok || entry.resourceVersion != template.ResourceVersion {
+		return descriptorFacts{}, false
 	}
+	return entry.facts, true
+}
+
+// read asks the content pipeline for the template's descriptor and
+// remembers what it tells.
+func (d *descriptorMemo) read(ctx context.Context, templates content.Templates, template *v1beta2.ModuleTemplate) (descriptorFacts, error) {
 	var facts descriptorFacts
-	if embedded {
-		if parsed, err := ocm.Parse(template.Spec.Descriptor.Raw); err == nil {
-			facts = descriptorFacts{component: parsed.Component.Name, images: parsed.Images()}
-		}
-	} else if len(template.Spec.Resources) == 0 {
-		parsed, err := registry.Descriptor(ctx, template)
-		if err != nil {
-			return descriptorFacts{}, err
-		}
+	parsed, found, err := templates.Descriptor(ctx, template)
+	switch {
+	case err != nil && !ocm.HasDescriptor(template):
+		return descriptorFacts{}, err
+	case err == nil && found:
 		facts = descriptorFacts{component: parsed.Component.Name, images: parsed.Images()}
 	}
 	d.mu.Lock()
 	if d.byUID == nil {
 		d.byUID = map[string]memoEntry{}
 	}
-	d.byUID[uid] = memoEntry{resourceVersion: template.ResourceVersion, facts: facts}
+	d.byUID[string(template.UID)] = memoEntry{resourceVersion: template.ResourceVersion, facts: facts}
 	d.mu.Unlock()
 	return facts, nil
 }
@@ -89,10 +100,10 @@ func (d *descriptorMemo) of(ctx context.Context, reader any, template *v1beta2.M
 // ModuleReleaseMeta the one its template's descriptor names.
 // A descriptor that cannot be read now leaves the name empty; the
 // module's Manifest reports the failure.
-func (d *descriptorMemo) describeModules(ctx context.Context, reader any, modules []resolve.Module) {
+func (d *descriptorMemo) describeModules(ctx context.Context, templates content.Templates, modules []resolve.Module) {
 	for i := range modules {
 		if modules[i].OCMComponentName == "" {
-			if facts, err := d.of(ctx, reader, modules[i].Template); err == nil {
+			if facts, err := d.of(ctx, templates, modules[i].Template); err == nil {
 				modules[i].OCMComponentName = facts.component
 			}
 		}

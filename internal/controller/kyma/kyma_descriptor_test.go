@@ -3,6 +3,8 @@ package kyma
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
@@ -33,7 +36,7 @@ func TestDescriptorFacts(t *testing.T) {
 	g := NewWithT(t)
 	memo := &descriptorMemo{}
 	of := func(template *v1beta2.ModuleTemplate) descriptorFacts {
-		facts, err := memo.of(context.Background(), nil, template)
+		facts, err := memo.of(context.Background(), content.Templates{}, template)
 		g.Expect(err).NotTo(HaveOccurred())
 		return facts
 	}
@@ -55,7 +58,7 @@ func TestDescriptorFacts(t *testing.T) {
 		{Name: "named", Template: descriptorTemplate("3", "kyma-project.io/module/shop"), OCMComponentName: "kyma-project.io/module/named"},
 		{Name: "plain", Template: &v1beta2.ModuleTemplate{}},
 	}
-	memo.describeModules(context.Background(), nil, modules)
+	memo.describeModules(context.Background(), content.Templates{}, modules)
 	g.Expect(modules[0].OCMComponentName).To(Equal("kyma-project.io/module/shop"))
 	g.Expect(modules[1].OCMComponentName).To(Equal("kyma-project.io/module/named"), "the ModuleReleaseMeta's name wins")
 	g.Expect(modules[2].OCMComponentName).To(BeEmpty())
@@ -67,11 +70,15 @@ func TestDescriptorFacts(t *testing.T) {
 type registryDescriptors struct {
 	raw   string
 	err   error
-	reads int
+	reads atomic.Int64
+}
+
+func (r *registryDescriptors) Resources(context.Context, *v1beta2.ModuleTemplate) ([]v1beta2.ContentResource, error) {
+	return nil, errors.New("not asked for links")
 }
 
 func (r *registryDescriptors) Descriptor(context.Context, *v1beta2.ModuleTemplate) (*ocm.Descriptor, error) {
-	r.reads++
+	r.reads.Add(1)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -89,21 +96,53 @@ func TestDescriptorFactsFromTheRegistry(t *testing.T) {
 	reader := &registryDescriptors{err: errors.New("registry down")}
 	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "klm-uid", ResourceVersion: "1"}}
 
-	_, err := memo.of(context.Background(), reader, template)
+	_, err := memo.of(context.Background(), content.Templates{Descriptors: reader}, template)
 	g.Expect(err).To(MatchError(ContainSubstring("registry down")))
 	reader.err, reader.raw = nil, string(embedded.Spec.Descriptor.Raw)
-	facts, err := memo.of(context.Background(), reader, template)
+	facts, err := memo.of(context.Background(), content.Templates{Descriptors: reader}, template)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(facts.images).To(Equal([]string{"registry.example/prod/klm:1.0.0"}))
 	g.Expect(facts.component).To(Equal("kyma-project.io/module/klm"))
-	_, _ = memo.of(context.Background(), reader, template)
-	g.Expect(reader.reads).To(Equal(2), "one failed read, one read for the revision")
+	_, _ = memo.of(context.Background(), content.Templates{Descriptors: reader}, template)
+	g.Expect(reader.reads.Load()).To(BeEquivalentTo(2), "one failed read, one read for the revision")
 
 	// A template with its own links (spec.resources) names no descriptor.
 	withLinks := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "links", ResourceVersion: "1"},
 		Spec: v1beta2.ModuleTemplateSpec{Resources: []v1beta2.ContentResource{{Name: "rawManifest", Link: "oci://example/x@sha256:00"}}}}
-	facts, err = memo.of(context.Background(), reader, withLinks)
+	facts, err = memo.of(context.Background(), content.Templates{Descriptors: reader}, withLinks)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(facts).To(Equal(descriptorFacts{}))
-	g.Expect(reader.reads).To(Equal(2))
+	g.Expect(reader.reads.Load()).To(BeEquivalentTo(2))
+
+	// An empty descriptor ({}, as some tooling writes it) is none: the
+	// registry's is read.
+	empty := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "empty", ResourceVersion: "1"},
+		Spec: v1beta2.ModuleTemplateSpec{Descriptor: runtime.RawExtension{Raw: []byte(" {} ")}}}
+	facts, err = memo.of(context.Background(), content.Templates{Descriptors: reader}, empty)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(facts.images).To(Equal([]string{"registry.example/prod/klm:1.0.0"}))
+	g.Expect(reader.reads.Load()).To(BeEquivalentTo(3))
+}
+
+// Reconciles of many Kymas that ask for a template revision's descriptor
+// at the same time (after a restart, all at once) share one registry read.
+func TestDescriptorFromTheRegistryReadOnceForConcurrentReconciles(t *testing.T) {
+	g := NewWithT(t)
+	memo := &descriptorMemo{}
+	reader := &registryDescriptors{raw: string(descriptorTemplate("1", "kyma-project.io/module/klm", "registry.example/prod/klm:1.0.0").Spec.Descriptor.Raw)}
+	template := &v1beta2.ModuleTemplate{ObjectMeta: metav1.ObjectMeta{UID: "klm-uid", ResourceVersion: "7"}}
+	var wg sync.WaitGroup
+	got := make([]descriptorFacts, 32)
+	errs := make([]error, len(got))
+	for i := range got {
+		wg.Go(func() {
+			got[i], errs[i] = memo.of(context.Background(), content.Templates{Descriptors: reader}, template)
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		g.Expect(errs[i]).NotTo(HaveOccurred())
+		g.Expect(got[i].images).To(Equal([]string{"registry.example/prod/klm:1.0.0"}))
+	}
+	g.Expect(reader.reads.Load()).To(BeEquivalentTo(1))
 }

@@ -146,12 +146,15 @@ func (r *Reconciler) desiredManifest(ctx context.Context, kyma *v1beta2.Kyma, mo
 }
 
 // localizedImages are the images the template's descriptor lists, as the
-// Kyma API's spec.localizedImages. When the descriptor must be read from a
-// registry that does not answer now, the Manifest of the same template
-// revision keeps the images it has (as its pins are kept): a restart during
-// a registry outage must not change what the module renders.
+// Kyma API's spec.localizedImages, the descriptor found by the content
+// pipeline (content.Templates.Descriptor). When it must be read from a
+// registry that cannot be read now, the Manifest of the same template
+// revision keeps the images it has, as it keeps its pins: a restart during
+// a registry outage changes nothing the module renders. Any other Manifest
+// is not written: the module's Error says why, and the reconcile is
+// retried like any failed registry read.
 func (r *Reconciler) localizedImages(ctx context.Context, template *v1beta2.ModuleTemplate, revision string, existing *v1beta2.Manifest) ([]string, error) {
-	facts, err := r.descriptors.of(ctx, r.Descriptors, template)
+	facts, err := r.descriptors.of(ctx, r.templates(), template)
 	if err == nil {
 		return facts.images, nil
 	}
@@ -169,7 +172,7 @@ func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.Modu
 	if len(pinned) > 0 {
 		return pinned, nil
 	}
-	templates := content.Templates{Pinner: r.Pinner, Descriptors: r.Descriptors}
+	templates := r.templates()
 	fromDescriptor := templates.FromDescriptor(template)
 	if existing != nil && existing.Annotations[templateRevisionAnnotation] == revision {
 		if len(existing.Spec.Resources) == len(template.Spec.Resources) && !fromDescriptor ||
@@ -178,6 +181,12 @@ func (r *Reconciler) pinnedResources(ctx context.Context, template *v1beta2.Modu
 		}
 	}
 	return templates.Pin(ctx, template)
+}
+
+// templates is the content pipeline's view of ModuleTemplates: their
+// links, pinned, and their OCM component descriptor.
+func (r *Reconciler) templates() content.Templates {
+	return content.Templates{Pinner: r.Pinner, Descriptors: r.Descriptors}
 }
 
 func manifestUpToDate(kyma *v1beta2.Kyma, existing, desired *v1beta2.Manifest) bool {

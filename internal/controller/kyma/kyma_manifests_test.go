@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/shard"
 )
 
@@ -27,6 +28,10 @@ func (d *countingDescriptors) Resources(context.Context, *v1beta2.ModuleTemplate
 		return nil, d.err
 	}
 	return []v1beta2.ContentResource{{Name: v1beta2.RawManifestResourceName, Link: "oci://reg.example/c@sha256:aa"}}, nil
+}
+
+func (d *countingDescriptors) Descriptor(context.Context, *v1beta2.ModuleTemplate) (*ocm.Descriptor, error) {
+	return nil, errors.New("not asked for the descriptor")
 }
 
 // samePinner returns links as they are: they are pinned already.

@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/content/render"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -51,8 +52,10 @@ var removalsEnv struct {
 }
 
 // TestMain stops the control planes the removal tests started, if any: the
-// unit tests of the package start none.
+// unit tests of the package start none. It serves the Helm render
+// processes of the content pipeline that kyma_images_test.go starts.
 func TestMain(m *testing.M) {
+	render.ServeIfRenderProcess()
 	code := m.Run()
 	if removalsEnv.kcp != nil {
 		_ = removalsEnv.kcp.Stop()
