@@ -17,6 +17,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
@@ -125,14 +126,12 @@ func (r *Reconciler) takeOverDefaultCustomResource(ctx context.Context, cluster 
 // predecessor is KLM's Manifest of the same module of the same Kyma, if
 // one is left.
 func (r *Reconciler) predecessor(ctx context.Context, manifest *v1beta2.Manifest) (*v1beta2.Manifest, error) {
-	list := &v1beta2.ManifestList{}
-	if err := r.List(ctx, list, client.InNamespace(manifest.Namespace), client.MatchingLabels{
-		v1beta2.KymaNameLabel: kymaName(manifest), v1beta2.ModuleNameLabel: manifest.Spec.ModuleName,
-	}); err != nil {
+	list, err := r.manifestsOfModule(ctx, manifest.Namespace, kymaName(manifest), manifest.Spec.ModuleName)
+	if err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		if m := &list.Items[i]; m.Name != manifest.Name && takeover.IsKLMManifest(m) {
+	for i := range list {
+		if m := &list[i]; m.Name != manifest.Name && takeover.IsKLMManifest(m) {
 			return m, nil
 		}
 	}
@@ -141,18 +140,27 @@ func (r *Reconciler) predecessor(ctx context.Context, manifest *v1beta2.Manifest
 
 // successor is this operator's Manifest that took over KLM's.
 func (r *Reconciler) successor(ctx context.Context, klm *v1beta2.Manifest) (*v1beta2.Manifest, error) {
-	list := &v1beta2.ManifestList{}
-	if err := r.List(ctx, list, client.InNamespace(klm.Namespace), client.MatchingLabels{
-		v1beta2.KymaNameLabel: kymaName(klm), v1beta2.ModuleNameLabel: klm.Labels[v1beta2.ModuleNameLabel],
-	}); err != nil {
+	list, err := r.manifestsOfModule(ctx, klm.Namespace, kymaName(klm), klm.Labels[v1beta2.ModuleNameLabel])
+	if err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		if m := &list.Items[i]; m.Status.TakenOver != nil && m.Status.TakenOver.Manifest == klm.Name {
+	for i := range list {
+		if m := &list[i]; m.Status.TakenOver != nil && m.Status.TakenOver.Manifest == klm.Name {
 			return m, nil
 		}
 	}
 	return nil, nil
+}
+
+// manifestsOfModule are the Manifests of one module of one Kyma, read
+// through the cache's index of Manifests by Kyma: a few per Kyma, where a
+// label selector would scan every Manifest of the namespace.
+func (r *Reconciler) manifestsOfModule(ctx context.Context, namespace, kyma, module string) ([]v1beta2.Manifest, error) {
+	list := &v1beta2.ManifestList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace), index.OfKyma(kyma)); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(m v1beta2.Manifest) bool { return m.Labels[v1beta2.ModuleNameLabel] != module }), nil
 }
 
 func (r *Reconciler) kymaOf(ctx context.Context, manifest *v1beta2.Manifest) *v1beta2.Kyma {
