@@ -83,6 +83,9 @@ func (h manifestEvents) Generic(ctx context.Context, e event.GenericEvent, q wor
 }
 
 func (h manifestEvents) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, reportable bool) {
+	if m, ok := obj.(*v1beta2.Manifest); ok && isKLMManifest(m) {
+		return // not the Kyma's: a takeover releases it (kyma_takeover.go)
+	}
 	owner := metav1.GetControllerOf(obj)
 	if owner == nil {
 		return
