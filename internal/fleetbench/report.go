@@ -405,11 +405,15 @@ func (r *Report) Print(w io.Writer) {
 
 	if len(r.Processes) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "\nprocess\tCPU s install\tupgrade\tidle\trollout\tRSS end\tpeak RSS\t")
+		first := phaseInstall
+		if r.Takeover != nil {
+			first = phaseTakeover
+		}
+		fmt.Fprintf(tw, "\nprocess\tCPU s %s\tupgrade\tidle\trollout\tRSS end\tpeak RSS\t\n", first)
 		for _, name := range slices.Sorted(maps.Keys(r.Processes)) {
 			p := r.Processes[name]
 			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", name,
-				p.CPUSecondsByPhase[phaseInstall], p.CPUSecondsByPhase[phaseUpgrade], p.CPUSecondsByPhase[phaseIdle],
+				p.CPUSecondsByPhase[first], p.CPUSecondsByPhase[phaseUpgrade], p.CPUSecondsByPhase[phaseIdle],
 				p.CPUSecondsByPhase[phaseRollout], bytesIEC(p.RSSBytes), bytesIEC(p.PeakRSSBytes))
 		}
 		_ = tw.Flush()
