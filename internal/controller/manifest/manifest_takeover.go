@@ -110,7 +110,10 @@ func (r *Reconciler) takeOverDefaultCustomResource(ctx context.Context, cluster 
 		return nil
 	}
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
-	if err != nil || cr == nil {
+	if err != nil || cr == nil || cr.GetName() == "" {
+		// A template's default CR without a name (KLM names it after its
+		// own Manifest) names nothing to take over here; the module's
+		// status says what is wrong with it.
 		return err
 	}
 	move := takeover.Move{From: klmModuleManagers, To: apply.FieldManager, Labels: cr.GetLabels(),
