@@ -160,7 +160,7 @@ func TestPlanAndStatusOfATakeover(t *testing.T) {
 	g.Expect(klm.WritePlan(&out, plan)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("2: ConfigMap " + rt + "/owners, ConfigMap " + rt + "/others"))
 	g.Expect(out.String()).To(ContainSubstring("k1-beta"))
-	g.Expect(out.String()).To(ContainSubstring("labelled takes over the 1 of 1 labelled " + takeover.Label + "=true"))
+	g.Expect(out.String()).To(ContainSubstring("labelled takes over the 1 of 1 Kymas labelled " + takeover.Label + "=true"))
 	out.Reset()
 	g.Expect(klm.WriteStatus(&out, plan)).To(Succeed())
 	g.Expect(out.String()).To(MatchRegexp(`k1\s+beta\s+k1-beta\s+k1-beta-2\s+1\s`))

@@ -111,7 +111,7 @@ func WriteStatus(w io.Writer, p *Plan) error {
 // policies says what each value of --klm-takeover would take over: lmctl
 // cannot read the operator's flag.
 func policies(t Totals) string {
-	return fmt.Sprintf("--klm-takeover=off takes over no Kyma; labelled takes over the %d of %d labelled %s=true; all takes over all %d.",
+	return fmt.Sprintf("--klm-takeover=off takes over no Kyma; labelled takes over the %d of %d Kymas labelled %s=true; all takes over all %d.",
 		t.Labelled, t.Kymas, takeover.Label, t.Kymas)
 }
 
