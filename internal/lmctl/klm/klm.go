@@ -34,7 +34,9 @@ type Plan struct {
 
 // Totals add up a plan.
 type Totals struct {
-	Kymas        int `json:"kymas"`
+	Kymas int `json:"kymas"`
+	// Labelled counts the Kymas --klm-takeover=labelled would take over.
+	Labelled     int `json:"labelled"`
 	KLMManifests int `json:"klmManifests"`
 	TakeOver     int `json:"takeOver"`
 	Left         int `json:"left"`
@@ -48,6 +50,10 @@ type KymaPlan struct {
 	// Labelled: the Kyma carries takeover.Label=true, so
 	// --klm-takeover=labelled covers it (all covers every Kyma).
 	Labelled bool `json:"labelled"`
+	// CoveredBy are the values of --klm-takeover under which the operator
+	// would take the Kyma over (takeover.Policy.Covers): lmctl cannot read
+	// the operator's flag.
+	CoveredBy []takeover.Policy `json:"coveredBy"`
 	// KLMFinalizers are KLM's finalizers still on the Kyma.
 	KLMFinalizers []string     `json:"klmFinalizers,omitempty"`
 	Modules       []ModulePlan `json:"modules,omitempty"`
@@ -82,7 +88,8 @@ type ModulePlan struct {
 
 // RuntimePlan is what KLM left in a runtime besides the modules.
 type RuntimePlan struct {
-	// KymaManagers are KLM's field managers on the runtime's Kyma.
+	// KymaManagers are KLM's field managers on the runtime's Kyma (those
+	// the operator moves to its own, kyma_takeover.go).
 	KymaManagers []string `json:"kymaManagers,omitempty"`
 	// CatalogCopies counts KLM's copies of the catalog.
 	CatalogCopies int `json:"catalogCopies"`
@@ -108,7 +115,12 @@ func BuildPlan(ctx context.Context, kcp client.Client, namespace, name, syncName
 	plan := &Plan{}
 	for i := range kymas {
 		k := &kymas[i]
-		kp := KymaPlan{Kyma: k.Name, Labelled: k.Labels[takeover.Label] == "true"}
+		kp := KymaPlan{Kyma: k.Name, Labelled: k.Labels[takeover.Label] == "true", CoveredBy: []takeover.Policy{}}
+		for _, p := range []takeover.Policy{takeover.Off, takeover.Labelled, takeover.All} {
+			if p.Covers(k) {
+				kp.CoveredBy = append(kp.CoveredBy, p)
+			}
+		}
 		for _, f := range k.Finalizers {
 			if slices.Contains(takeover.KymaFinalizers, f) {
 				kp.KLMFinalizers = append(kp.KLMFinalizers, f)
@@ -132,7 +144,7 @@ func BuildPlan(ctx context.Context, kcp client.Client, namespace, name, syncName
 						kp.RuntimeError = err.Error()
 					}
 				}
-				if ours := successor(manifests.Items, k.Name, mp.Module); ours != nil {
+				if ours := successor(manifests.Items, m); ours != nil {
 					mp.Manifest, mp.TakenOver = ours.Name, ours.Status.TakenOver
 				}
 				kp.Modules = append(kp.Modules, mp)
@@ -158,6 +170,9 @@ func BuildPlan(ctx context.Context, kcp client.Client, namespace, name, syncName
 func (p *Plan) add(kp KymaPlan) {
 	p.Kymas = append(p.Kymas, kp)
 	p.Totals.Kymas++
+	if kp.Labelled {
+		p.Totals.Labelled++
+	}
 	for _, m := range kp.Modules {
 		if m.KLMManifest != "" {
 			p.Totals.KLMManifests++
@@ -187,15 +202,26 @@ func listKymas(ctx context.Context, kcp client.Client, namespace, name string) (
 	return list.Items, nil
 }
 
-// successor is this operator's Manifest of the module.
-func successor(manifests []v1beta2.Manifest, kymaName, module string) *v1beta2.Manifest {
-	name := kyma.ManifestName(kymaName, module)
+// successor is this operator's Manifest of the KLM Manifest's module: the
+// one that recorded taking it over (as the operator finds it), else the
+// one of the module's name (kyma.ManifestName) that has taken over
+// nothing yet.
+func successor(manifests []v1beta2.Manifest, klm *v1beta2.Manifest) *v1beta2.Manifest {
+	kymaName, module := klm.Labels[v1beta2.KymaNameLabel], klm.Labels[v1beta2.ModuleNameLabel]
+	var named *v1beta2.Manifest
 	for i := range manifests {
-		if manifests[i].Name == name && !takeover.IsKLMManifest(&manifests[i]) {
-			return &manifests[i]
+		m := &manifests[i]
+		if takeover.IsKLMManifest(m) || m.Labels[v1beta2.KymaNameLabel] != kymaName {
+			continue
+		}
+		if m.Status.TakenOver != nil && m.Status.TakenOver.Manifest == klm.Name {
+			return m
+		}
+		if m.Name == kyma.ManifestName(kymaName, module) && m.Status.TakenOver == nil {
+			named = m
 		}
 	}
-	return nil
+	return named
 }
 
 // inventory sorts KLM's record of what it applied as the operator would:

@@ -92,18 +92,26 @@ func TestPlanAndStatusOfATakeover(t *testing.T) {
 		Data: map[string][]byte{"config": kubeconfig}})).To(Succeed())
 
 	// alpha: one object KLM marked, the owner's object KLM's record names,
-	// one gone, and the default CR KLM created.
-	for _, obj := range []client.Object{marked("alpha-config", "k1-alpha-1"), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owners", Namespace: rt}}} {
+	// one that KLM marked for another Manifest (not alpha's to take), one
+	// gone, and the default CR KLM created.
+	for _, obj := range []client.Object{marked("alpha-config", "k1-alpha-1"), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owners", Namespace: rt}},
+		marked("others", "k1-other-3")} {
 		g.Expect(c.Create(ctx, obj)).To(Succeed())
 	}
 	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "k1-alpha-1", Namespace: rt}, Data: map[string]string{"size": "1"}}, client.FieldOwner(takeover.DefaultCRManager))).To(Succeed())
 	defaultCR := &unstructured.Unstructured{}
 	defaultCR.SetAPIVersion("v1")
 	defaultCR.SetKind("ConfigMap")
-	klmManifest(t, "k1-alpha-1", "alpha", defaultCR, configMapRecord("alpha-config"), configMapRecord("owners"), configMapRecord("gone"))
-	// beta: taken over already by this operator's Manifest.
+	klmManifest(t, "k1-alpha-1", "alpha", defaultCR, configMapRecord("alpha-config"), configMapRecord("owners"), configMapRecord("others"), configMapRecord("gone"))
+	// beta: taken over already by this operator's Manifest; its policy is
+	// Ignore, so a custom resource of its default's name is not taken,
+	// even one KLM's default CR manager wrote.
 	g.Expect(c.Create(ctx, marked("beta-config", "k1-beta-2"))).To(Succeed())
-	klmManifest(t, "k1-beta-2", "beta", nil, configMapRecord("beta-config"))
+	g.Expect(c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "beta-default", Namespace: rt}}, client.FieldOwner(takeover.DefaultCRManager))).To(Succeed())
+	betaCR := defaultCR.DeepCopy()
+	betaCR.SetName("beta-default")
+	klmManifest(t, "k1-beta-2", "beta", betaCR, configMapRecord("beta-config"))
+	ignore(g, "k1-beta-2")
 	ours := &v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{Name: "k1-beta", Namespace: kcp, Labels: map[string]string{v1beta2.KymaNameLabel: "k1", v1beta2.ModuleNameLabel: "beta"}},
 		Spec: v1beta2.ManifestSpec{Remote: true, ModuleName: "beta", Version: "1.0.0"}}
 	g.Expect(c.Create(ctx, ours)).To(Succeed())
@@ -128,31 +136,36 @@ func TestPlanAndStatusOfATakeover(t *testing.T) {
 	g.Expect(plan.Kymas).To(HaveLen(1))
 	k := plan.Kymas[0]
 	g.Expect(k.Labelled).To(BeTrue())
+	g.Expect(k.CoveredBy).To(Equal([]takeover.Policy{takeover.Labelled, takeover.All}))
 	g.Expect(k.KLMFinalizers).To(ConsistOf(takeover.KymaFinalizer, takeover.PurgeFinalizer))
 	g.Expect(k.RuntimeError).To(BeEmpty())
 	g.Expect(k.Modules).To(HaveLen(2))
 	alpha, beta := k.Modules[0], k.Modules[1]
 	g.Expect(alpha.KLMManifest).To(Equal("k1-alpha-1"))
 	g.Expect(alpha.TakeOver).To(Equal(1))
-	g.Expect(alpha.Left).To(Equal([]string{"ConfigMap " + rt + "/owners"}), "the owner's object is never taken")
+	g.Expect(alpha.Left).To(Equal([]string{"ConfigMap " + rt + "/owners", "ConfigMap " + rt + "/others"}), "the owner's object, and one KLM applied for another Manifest, are never taken")
+	g.Expect(alpha.LeftCount).To(Equal(2))
 	g.Expect(alpha.Gone).To(Equal(1))
 	g.Expect(alpha.DefaultCR).To(Equal("ConfigMap "+rt+"/k1-alpha-1"), "KLM names an unnamed default CR after its Manifest")
 	g.Expect(alpha.Manifest).To(BeEmpty())
 	g.Expect(beta.Manifest).To(Equal("k1-beta"))
 	g.Expect(beta.TakenOver.Manifest).To(Equal("k1-beta-2"))
+	g.Expect(beta.DefaultCR).To(BeEmpty(), "under Ignore the default CR is never the module's")
 	g.Expect(k.Runtime.KymaManagers).To(ConsistOf(takeover.UserAgentManager))
 	g.Expect(k.Runtime.CatalogCopies).To(Equal(1))
 	g.Expect(k.Runtime.Agent).To(Equal([]string{"Secret " + rt + "/skr-webhook-tls"}), "only what KLM labelled is its agent")
-	g.Expect(plan.Totals).To(Equal(klm.Totals{Kymas: 1, KLMManifests: 2, TakeOver: 2, Left: 1, Gone: 1, TakenOver: 1}))
+	g.Expect(plan.Totals).To(Equal(klm.Totals{Kymas: 1, Labelled: 1, KLMManifests: 2, TakeOver: 2, Left: 2, Gone: 1, TakenOver: 1}))
 
 	var out bytes.Buffer
 	g.Expect(klm.WritePlan(&out, plan)).To(Succeed())
-	g.Expect(out.String()).To(ContainSubstring("1: ConfigMap " + rt + "/owners"))
+	g.Expect(out.String()).To(ContainSubstring("2: ConfigMap " + rt + "/owners, ConfigMap " + rt + "/others"))
 	g.Expect(out.String()).To(ContainSubstring("k1-beta"))
+	g.Expect(out.String()).To(ContainSubstring("labelled takes over the 1 of 1 Kymas labelled " + takeover.Label + "=true"))
 	out.Reset()
 	g.Expect(klm.WriteStatus(&out, plan)).To(Succeed())
 	g.Expect(out.String()).To(MatchRegexp(`k1\s+beta\s+k1-beta\s+k1-beta-2\s+1\s`))
 	g.Expect(out.String()).To(ContainSubstring("Manifest k1-alpha-1"), "what is left of KLM")
+	g.Expect(out.String()).To(ContainSubstring("1 agent objects; 1 catalog copies; runtime Kyma managers manager"))
 
 	// A runtime that cannot be reached is reported, and the plan goes on.
 	g.Expect(c.Create(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Name: "k2", Namespace: kcp}, Spec: v1beta2.KymaSpec{Channel: "regular"}})).To(Succeed())
@@ -160,7 +173,9 @@ func TestPlanAndStatusOfATakeover(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(plan.Kymas).To(HaveLen(2))
 	g.Expect(plan.Kymas[1].RuntimeError).To(ContainSubstring("no kubeconfig Secret of Kyma k2"))
+	g.Expect(plan.Kymas[1].CoveredBy).To(Equal([]takeover.Policy{takeover.All}), "an unlabelled Kyma is taken over only under all")
 	g.Expect(plan.Totals.TakeOver).To(Equal(2))
+	g.Expect(plan.Totals.Labelled).To(Equal(1))
 }
 
 func klmManifest(t *testing.T, name, module string, resource *unstructured.Unstructured, synced ...v1beta2.Resource) {
@@ -172,6 +187,14 @@ func klmManifest(t *testing.T, name, module string, resource *unstructured.Unstr
 	g.Expect(c.Create(context.Background(), m)).To(Succeed())
 	m.Status.Synced = synced
 	g.Expect(c.Status().Update(context.Background(), m)).To(Succeed())
+}
+
+// ignore sets a KLM Manifest's customResourcePolicy to Ignore.
+func ignore(g Gomega, name string) {
+	m := &v1beta2.Manifest{}
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: kcp, Name: name}, m)).To(Succeed())
+	m.Spec.CustomResourcePolicy = v1beta2.CustomResourcePolicyIgnore
+	g.Expect(c.Update(context.Background(), m)).To(Succeed())
 }
 
 // versions are the resourceVersions of everything in both namespaces.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runtime-fleet/lifecycle-manager/internal/lmctl/output"
+	"github.com/runtime-fleet/lifecycle-manager/internal/takeover"
 )
 
 // WritePlan prints a plan: one row per Kyma and the totals, then, for a
@@ -34,6 +35,7 @@ func WritePlan(w io.Writer, p *Plan) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "\n%s\n", policies(p.Totals))
 	if len(p.Kymas) != 1 {
 		return nil
 	}
@@ -74,8 +76,19 @@ func WriteStatus(w io.Writer, p *Plan) error {
 		if len(k.KLMFinalizers) > 0 {
 			leftovers = append(leftovers, "finalizers "+list(k.KLMFinalizers))
 		}
-		if k.Runtime != nil && len(k.Runtime.Agent) > 0 {
-			leftovers = append(leftovers, fmt.Sprintf("%d agent objects", len(k.Runtime.Agent)))
+		if k.Runtime != nil {
+			if len(k.Runtime.Agent) > 0 {
+				leftovers = append(leftovers, fmt.Sprintf("%d agent objects", len(k.Runtime.Agent)))
+			}
+			if k.Runtime.CatalogCopies > 0 {
+				leftovers = append(leftovers, fmt.Sprintf("%d catalog copies", k.Runtime.CatalogCopies))
+			}
+			if len(k.Runtime.KymaManagers) > 0 {
+				leftovers = append(leftovers, "runtime Kyma managers "+list(k.Runtime.KymaManagers))
+			}
+		}
+		if k.RuntimeError != "" {
+			leftovers = append(leftovers, "runtime unreachable: "+k.RuntimeError)
 		}
 		if len(k.Modules) == 0 {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t%s\n", k.Kyma, dash(strings.Join(leftovers, "; ")))
@@ -93,6 +106,13 @@ func WriteStatus(w io.Writer, p *Plan) error {
 	}
 	fmt.Fprintf(tw, "TOTAL\t\t\t\t%d\t\t%d KLM Manifests\n", p.Totals.TakenOver, p.Totals.KLMManifests)
 	return tw.Flush()
+}
+
+// policies says what each value of --klm-takeover would take over: lmctl
+// cannot read the operator's flag.
+func policies(t Totals) string {
+	return fmt.Sprintf("--klm-takeover=off takes over no Kyma; labelled takes over the %d of %d Kymas labelled %s=true; all takes over all %d.",
+		t.Labelled, t.Kymas, takeover.Label, t.Kymas)
 }
 
 func leftOf(m ModulePlan) string {
