@@ -269,6 +269,14 @@ func defaultCustomResource(manifest *v1beta2.Manifest, syncNamespace string, nam
 		return nil, nil
 	}
 	cr := manifest.Spec.Resource.DeepCopy()
+	if cr.GetName() == "" {
+		// As the Kyma API names it (KLM: after the Manifest); a module
+		// taken over keeps the name KLM gave it, after KLM's Manifest.
+		cr.SetName(manifest.Name)
+		if t := manifest.Status.TakenOver; t != nil {
+			cr.SetName(t.Manifest)
+		}
+	}
 	if cr.GetNamespace() == "" {
 		isNamespaced, err := namespaced(cr.GroupVersionKind())
 		if err != nil {

@@ -221,6 +221,27 @@ func TestDefaultCustomResource(t *testing.T) {
 	}
 }
 
+// A default CR without a name is named as the Kyma API (KLM) names it:
+// after the Manifest, or after the KLM Manifest a takeover took over, whose
+// default CR KLM named so.
+func TestDefaultCustomResourceWithoutAName(t *testing.T) {
+	g := NewWithT(t)
+	unnamed := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "operator.kyma-project.io/v1alpha1", "kind": "Sample"}}
+	m := &v1beta2.Manifest{
+		ObjectMeta: metav1.ObjectMeta{Name: "k-sample", Labels: map[string]string{v1beta2.KymaNameLabel: "k"}},
+		Spec:       v1beta2.ManifestSpec{ModuleName: "sample", Resource: unnamed, CustomResourcePolicy: v1beta2.CustomResourcePolicyCreateAndDelete},
+	}
+	namespaced := func(schema.GroupVersionKind) (bool, error) { return true, nil }
+	got, err := defaultCustomResource(m, "sync-ns", namespaced)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetName()).To(Equal("k-sample"))
+	m.Status.TakenOver = &v1beta2.TakenOver{Manifest: "k-sample-3123456789"}
+	got, err = defaultCustomResource(m, "sync-ns", namespaced)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetName()).To(Equal("k-sample-3123456789"))
+	g.Expect(unnamed.GetName()).To(BeEmpty(), "the Manifest's copy is not changed")
+}
+
 func TestNamespaceUse(t *testing.T) {
 	manifest := func(uid string, deleting bool, synced ...v1beta2.Resource) v1beta2.Manifest {
 		m := v1beta2.Manifest{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}

@@ -109,11 +109,12 @@ func (r *Reconciler) takeOverDefaultCustomResource(ctx context.Context, cluster 
 	if predecessor.Spec.CustomResourcePolicy == v1beta2.CustomResourcePolicyIgnore {
 		return nil
 	}
-	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
-	if err != nil || cr == nil || cr.GetName() == "" {
-		// A template's default CR without a name (KLM names it after its
-		// own Manifest) names nothing to take over here; the module's
-		// status says what is wrong with it.
+	// Named as it will be once the takeover is recorded: a template's
+	// default CR without a name is named after KLM's Manifest.
+	named := *manifest
+	named.Status.TakenOver = &v1beta2.TakenOver{Manifest: predecessor.Name}
+	cr, err := defaultCustomResource(&named, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
+	if err != nil || cr == nil {
 		return err
 	}
 	move := takeover.Move{From: klmModuleManagers, To: apply.FieldManager, Labels: cr.GetLabels(),
