@@ -327,6 +327,16 @@ func (r *klmRuntime) syncNamespace(t *testing.T) {
 	ns.SetName(v1beta2.DefaultRuntimeNamespace)
 	ns.SetLabels(map[string]string{v1beta2.ManagedByLabel: takeover.ManagedByValue, "istio-injection": "enabled", "namespaces.warden.kyma-project.io/validate": "enabled"})
 	NewWithT(t).Expect(r.rc.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(ns), client.FieldOwner(takeover.SyncContextManager), client.ForceOwnership)).To(Succeed())
+	// The runtime goes back to the pool as it came: KLM's labels are
+	// released (an apply of nothing as their only manager removes them).
+	// The takeover leaves the sync namespace as KLM left it, its
+	// istio-injection label above all.
+	t.Cleanup(func() {
+		bare := &unstructured.Unstructured{}
+		bare.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		bare.SetName(v1beta2.DefaultRuntimeNamespace)
+		_ = r.rc.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(bare), client.FieldOwner(takeover.SyncContextManager), client.ForceOwnership)
+	})
 }
 
 // install applies version of m as KLM does and writes KLM's Manifest.
