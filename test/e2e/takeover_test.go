@@ -247,6 +247,12 @@ spec:
 	g.Expect(klmEntries(managersOf(rk.GetManagedFields()), takeover.SyncContextManager, takeover.UserAgentManager, takeover.StatusManager)).To(BeEmpty())
 	g.Expect(rk.GetLabels()).To(HaveKeyWithValue(v1beta2.ManagedByLabel, v1beta2.ManagedByValue))
 
+	// The sync namespace stays as KLM left it: its labels say how pods
+	// there run (istio-injection).
+	syncNS := &corev1.Namespace{}
+	g.Expect(klm.rc.Get(ctx, client.ObjectKey{Name: v1beta2.DefaultRuntimeNamespace}, syncNS)).To(Succeed())
+	g.Expect(syncNS.Labels).To(HaveKeyWithValue("istio-injection", "enabled"))
+
 	// KLM's agent is gone; its catalog copy is this operator's.
 	for _, o := range klm.agent {
 		g.Expect(apierrors.IsNotFound(klm.rc.Get(ctx, client.ObjectKeyFromObject(o), o))).To(BeTrue(), "KLM's agent: %T %s", o, o.GetName())
