@@ -497,8 +497,19 @@ func TestManifestKstatusInEachState(t *testing.T) {
 	newReleaseMeta(t, broken, map[string]string{"regular": "1.0.0"})
 	rawModule(t, conflicting, configMapYAML("", "owners-kstatus", "from", "module"))
 
+	// The owner's ConfigMap stays until the Kyma is gone: deleted while the
+	// Kyma's deletion starts, the conflicting module would create it (it is
+	// no one else's any more) in a race with its own removal.
+	owners := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owners-kstatus", Namespace: v1beta2.DefaultRuntimeNamespace}}
+	var ownersRuntime client.Client
+	t.Cleanup(func() {
+		if ownersRuntime != nil {
+			_ = ownersRuntime.Delete(context.Background(), owners)
+		}
+	})
 	k := newKyma(t, module(samplemodules.Sample), module(broken))
-	k.createInRuntime(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owners-kstatus", Namespace: v1beta2.DefaultRuntimeNamespace}})
+	ownersRuntime = k.runtime.client
+	g.Eventually(func() error { return ownersRuntime.Create(ctx, owners.DeepCopy()) }, timeout, interval).Should(Succeed())
 	k.withModules(t, module(samplemodules.Sample), module(broken), module(conflicting))
 	k.eventuallyModuleReady(t, samplemodules.Sample)
 
