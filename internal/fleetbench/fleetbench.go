@@ -230,7 +230,9 @@ type bench struct {
 	runtimeCounters []*requestCounter
 	children        []childProcess
 	benchWrites     atomic.Int64
-	mem             memSampler
+	// kymasReady is when, in the takeover phase, the last Kyma was Ready.
+	kymasReady time.Duration
+	mem        memSampler
 
 	// stop ends the samplers, the Kyma watch and the operator; stopped
 	// receives the operator's end.
@@ -277,11 +279,12 @@ func (b *bench) run(ctx context.Context) error {
 		kubeconfigs = append(kubeconfigs, rt.Kubeconfig())
 	}
 	var klmObjects map[string]moduleObjectState
+	var klmWrites int64
 	var klmWrite time.Duration
 	if b.opts.Takeover {
 		started := time.Now()
 		var err error
-		if klmObjects, err = b.writeKLMFleet(ctx, kubeconfigs); err != nil {
+		if klmObjects, klmWrites, err = b.writeKLMFleet(ctx, kubeconfigs); err != nil {
 			return err
 		}
 		klmWrite = time.Since(started)
@@ -304,7 +307,7 @@ func (b *bench) run(ctx context.Context) error {
 		// its own, and its clock starts with the operator's caches synced.
 		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, func(context.Context) error { return nil })
 		if err == nil {
-			b.report.TakeoverCheck, err = b.checkTakeover(ctx, klmObjects, klmWrite)
+			b.report.TakeoverCheck, err = b.checkTakeover(ctx, b.report.Takeover, klmObjects, klmWrites, klmWrite)
 		}
 	} else {
 		b.report.Install, err = b.runPhase(ctx, phaseInstall, goal{version: installVersion, modules: b.opts.Modules}, false, func(ctx context.Context) error {
@@ -704,6 +707,12 @@ func (b *bench) runPhase(ctx context.Context, name string, g goal, baseline bool
 		case <-ctx.Done():
 			runErr = context.Cause(ctx)
 		}
+	}
+	if runErr == nil && name == phaseTakeover {
+		// Every Kyma is Ready; the takeover ends when every Manifest
+		// recorded it and KLM's are gone (takeover.go).
+		b.kymasReady = time.Since(rec.start)
+		runErr = b.waitTakenOver(ctx)
 	}
 	elapsed := time.Since(rec.start)
 	notDone := b.tracker.notDone(5)
