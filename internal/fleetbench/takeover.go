@@ -364,7 +364,10 @@ func (b *bench) waitTakenOver(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d Manifests recorded a takeover, %d of KLM's left: %w", taken, want, left, context.Cause(ctx))
+			if left > 0 { // the Manifests' status was not read
+				return fmt.Errorf("%d of KLM's %d Manifests left: %w", left, want, context.Cause(ctx))
+			}
+			return fmt.Errorf("%d of %d Manifests recorded a takeover: %w", taken, want, context.Cause(ctx))
 		case <-time.After(2 * time.Second):
 		}
 	}
