@@ -3,6 +3,7 @@ package fleetbench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -215,7 +216,7 @@ func (b *bench) writeKLMKyma(ctx context.Context, i int, kubeconfigs [][]byte, r
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(moduleManifest(module, installVersion)), 4096)
 		for {
 			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err == io.EOF {
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
 				return err
