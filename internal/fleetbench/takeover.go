@@ -74,10 +74,12 @@ type TakeoverCheck struct {
 }
 
 // klmManifestName is KLM's name of a module's Manifest
-// (pkg/module/common/module.go): the Kyma, the module and an fnv32 hash.
+// (pkg/module/common/module.go): the Kyma, the last segment of the OCM
+// component (kyma-project.io/module/<module>) and fnv32(component+module),
+// as the e2e fixture writes it.
 func klmManifestName(kyma, module string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(module + module))
+	_, _ = h.Write([]byte("kyma-project.io/module/" + module + module))
 	return fmt.Sprintf("%s-%s-%d", kyma, module, h.Sum32())
 }
 
@@ -405,20 +407,28 @@ func (b *bench) checkTakeover(ctx context.Context, p *Phase, before map[string]m
 	if err != nil {
 		return check, err
 	}
-	for key, was := range before {
-		now, ok := after[key]
-		switch {
-		case !ok || now.uid != was.uid:
-			check.Recreated++
-		case now.generation != was.generation || now.data != was.data:
-			check.SpecChanged++
-		}
-	}
+	check.Recreated, check.SpecChanged = compareModuleObjects(before, after)
 	check.ModuleObjectWrites = map[string]float64{}
 	for _, resource := range []string{"configmaps", "benchmodules"} {
 		check.ModuleObjectWrites[resource] = p.Runtimes.WritesByResource[resource]
 	}
 	return check, nil
+}
+
+// compareModuleObjects counts the module objects of before that are gone
+// or recreated (another UID) in after, and those whose generation or data
+// changed.
+func compareModuleObjects(before, after map[string]moduleObjectState) (recreated, changed int) {
+	for key, was := range before {
+		now, ok := after[key]
+		switch {
+		case !ok || now.uid != was.uid:
+			recreated++
+		case now.generation != was.generation || now.data != was.data:
+			changed++
+		}
+	}
+	return recreated, changed
 }
 
 func (c *TakeoverCheck) print(w io.Writer, p *Phase, modules int) {
