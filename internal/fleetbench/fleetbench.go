@@ -292,8 +292,12 @@ func (b *bench) run(ctx context.Context) error {
 	if err := watchKymas(bg, b.kcp.Config(), namespace, b.tracker); err != nil {
 		return err
 	}
-	if err := b.startOperator(ctx); err != nil {
-		return err
+	// Under --takeover the operator's start is the takeover phase's load:
+	// it acts on KLM's fleet from its first reconcile.
+	if !b.opts.Takeover {
+		if err := b.startOperator(ctx); err != nil {
+			return err
+		}
 	}
 	ref, err := b.snapshot(ctx)
 	if err != nil {
@@ -303,9 +307,9 @@ func (b *bench) run(ctx context.Context) error {
 	b.background.Go(func() { b.sampleTimeline(bg) })
 
 	if b.opts.Takeover {
-		// The operator started on KLM's fleet: the phase has no load of
-		// its own, and its clock starts with the operator's caches synced.
-		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, func(context.Context) error { return nil })
+		// The phase's clock starts as the operator starts on KLM's fleet
+		// (its caches' sync included); its load is that start.
+		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, b.startOperator)
 		if err == nil {
 			b.report.TakeoverCheck, err = b.checkTakeover(ctx, b.report.Takeover, klmObjects, klmWrites, klmWrite)
 		}
