@@ -230,7 +230,9 @@ type bench struct {
 	runtimeCounters []*requestCounter
 	children        []childProcess
 	benchWrites     atomic.Int64
-	mem             memSampler
+	// kymasReady is when, in the takeover phase, the last Kyma was Ready.
+	kymasReady time.Duration
+	mem        memSampler
 
 	// stop ends the samplers, the Kyma watch and the operator; stopped
 	// receives the operator's end.
@@ -277,11 +279,12 @@ func (b *bench) run(ctx context.Context) error {
 		kubeconfigs = append(kubeconfigs, rt.Kubeconfig())
 	}
 	var klmObjects map[string]moduleObjectState
+	var klmWrites int64
 	var klmWrite time.Duration
 	if b.opts.Takeover {
 		started := time.Now()
 		var err error
-		if klmObjects, err = b.writeKLMFleet(ctx, kubeconfigs); err != nil {
+		if klmObjects, klmWrites, err = b.writeKLMFleet(ctx, kubeconfigs); err != nil {
 			return err
 		}
 		klmWrite = time.Since(started)
@@ -289,8 +292,12 @@ func (b *bench) run(ctx context.Context) error {
 	if err := watchKymas(bg, b.kcp.Config(), namespace, b.tracker); err != nil {
 		return err
 	}
-	if err := b.startOperator(ctx); err != nil {
-		return err
+	// Under --takeover the operator's start is the takeover phase's load:
+	// it acts on KLM's fleet from its first reconcile.
+	if !b.opts.Takeover {
+		if err := b.startOperator(ctx); err != nil {
+			return err
+		}
 	}
 	ref, err := b.snapshot(ctx)
 	if err != nil {
@@ -300,11 +307,11 @@ func (b *bench) run(ctx context.Context) error {
 	b.background.Go(func() { b.sampleTimeline(bg) })
 
 	if b.opts.Takeover {
-		// The operator started on KLM's fleet: the phase has no load of
-		// its own, and its clock starts with the operator's caches synced.
-		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, func(context.Context) error { return nil })
+		// The phase's clock starts as the operator starts on KLM's fleet
+		// (its caches' sync included); its load is that start.
+		b.report.Takeover, err = b.runPhase(ctx, phaseTakeover, goal{version: installVersion, modules: b.opts.Modules}, false, b.startOperator)
 		if err == nil {
-			b.report.TakeoverCheck, err = b.checkTakeover(ctx, klmObjects, klmWrite)
+			b.report.TakeoverCheck, err = b.checkTakeover(ctx, b.report.Takeover, klmObjects, klmWrites, klmWrite)
 		}
 	} else {
 		b.report.Install, err = b.runPhase(ctx, phaseInstall, goal{version: installVersion, modules: b.opts.Modules}, false, func(ctx context.Context) error {
@@ -704,6 +711,12 @@ func (b *bench) runPhase(ctx context.Context, name string, g goal, baseline bool
 		case <-ctx.Done():
 			runErr = context.Cause(ctx)
 		}
+	}
+	if runErr == nil && name == phaseTakeover {
+		// Every Kyma is Ready; the takeover ends when every Manifest
+		// recorded it and KLM's are gone (takeover.go).
+		b.kymasReady = time.Since(rec.start)
+		runErr = b.waitTakenOver(ctx)
 	}
 	elapsed := time.Since(rec.start)
 	notDone := b.tracker.notDone(5)

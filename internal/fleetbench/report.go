@@ -377,7 +377,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "%s: operation history recorded %d operations to %s; Manifest status writes %.2f per Manifest moved (one is the write that reports the result)\n",
 			p.Name, p.History.Operations, p.Version, p.History.StatusWritesPerManifest)
 	}
-	r.TakeoverCheck.print(w)
+	r.TakeoverCheck.print(w, r.Takeover, r.Scenario.Modules)
 	r.Rollout.print(w)
 	r.Backups.print(w)
 	if r.Upgrade != nil && r.Upgrade.StaleReadyKymas > 0 {
@@ -405,15 +405,11 @@ func (r *Report) Print(w io.Writer) {
 
 	if len(r.Processes) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		first := phaseInstall
-		if r.Takeover != nil {
-			first = phaseTakeover
-		}
-		fmt.Fprintf(tw, "\nprocess\tCPU s %s\tupgrade\tidle\trollout\tRSS end\tpeak RSS\t\n", first)
+		fmt.Fprintln(tw, "\nprocess\tCPU s install/takeover\tupgrade\tidle\trollout\tRSS end\tpeak RSS\t")
 		for _, name := range slices.Sorted(maps.Keys(r.Processes)) {
 			p := r.Processes[name]
 			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", name,
-				p.CPUSecondsByPhase[first], p.CPUSecondsByPhase[phaseUpgrade], p.CPUSecondsByPhase[phaseIdle],
+				p.CPUSecondsByPhase[phaseInstall]+p.CPUSecondsByPhase[phaseTakeover], p.CPUSecondsByPhase[phaseUpgrade], p.CPUSecondsByPhase[phaseIdle],
 				p.CPUSecondsByPhase[phaseRollout], bytesIEC(p.RSSBytes), bytesIEC(p.PeakRSSBytes))
 		}
 		_ = tw.Flush()
