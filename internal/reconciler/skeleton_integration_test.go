@@ -69,6 +69,23 @@ func newManifest(t *testing.T, name string) {
 		Spec:       v1beta2.ManifestSpec{ModuleName: "sample", Version: "1.0.0", Remote: true},
 	}
 	NewWithT(t).Expect(kcp.Create(context.Background(), m)).To(Succeed())
+	// Gone after the test, finalizers and all, so that a rerun (-count)
+	// creates it afresh.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		NewWithT(t).Eventually(func(g Gomega) {
+			left := &v1beta2.Manifest{}
+			err := kcp.Get(ctx, client.ObjectKeyFromObject(m), left)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			left.Finalizers = nil
+			g.Expect(kcp.Update(ctx, left)).To(Succeed())
+			g.Expect(client.IgnoreNotFound(kcp.Delete(ctx, left))).To(Succeed())
+			g.Expect(apierrors.IsNotFound(kcp.Get(ctx, client.ObjectKeyFromObject(m), left))).To(BeTrue())
+		}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	})
 }
 
 func get(g Gomega, name string) *v1beta2.Manifest {

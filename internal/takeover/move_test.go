@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,10 +53,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func namespace(t *testing.T, name string) {
+// namespace creates a namespace of its own for each run (-count) and
+// returns its name.
+func namespace(t *testing.T, name string) string {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, runs.Add(1))
 	NewWithT(t).Expect(rt.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
 }
+
+var runs atomic.Int64
 
 // deployment is a module's Deployment as KLM 1.20 applies it: its marks
 // (managed-by kyma, component, part-of, owned-by, the disclaimer) in the
@@ -125,8 +132,7 @@ func TestMovedFieldsArePrunedByTheNextApply(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	for _, move := range []bool{true, false} {
-		ns := fmt.Sprintf("moved-%t", move)
-		namespace(t, ns)
+		ns := namespace(t, fmt.Sprintf("moved-%t", move))
 		applyAs(g, takeover.ApplierManager, deployment, ns)
 		before := &appsv1.Deployment{}
 		g.Expect(rt.Get(ctx, client.ObjectKey{Namespace: ns, Name: "manager"}, before)).To(Succeed())
@@ -170,8 +176,7 @@ func TestMovedFieldsArePrunedByTheNextApply(t *testing.T) {
 func TestMoveMergesUpdateEntriesAndLabels(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := "update-entries"
-	namespace(t, ns)
+	ns := namespace(t, "update-entries")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}, Data: map[string]string{"a": "1"}}
 	g.Expect(rt.Create(ctx, cm, client.FieldOwner(takeover.DefaultCRManager))).To(Succeed())
 	owner := cm.DeepCopy()
