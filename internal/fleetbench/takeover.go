@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"slices"
 	"sync/atomic"
@@ -71,16 +70,6 @@ type TakeoverCheck struct {
 	// resource (configmaps, benchmodules): metadata only (field managers
 	// moved, this operator's marks), as SpecChanged shows.
 	ModuleObjectWrites map[string]float64 `json:"moduleObjectWrites,omitempty"`
-}
-
-// klmManifestName is KLM's name of a module's Manifest
-// (pkg/module/common/module.go): the Kyma, the last segment of the OCM
-// component (kyma-project.io/module/<module>) and fnv32(component+module),
-// as the e2e fixture writes it.
-func klmManifestName(kyma, module string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte("kyma-project.io/module/" + module + module))
-	return fmt.Sprintf("%s-%s-%d", kyma, module, h.Sum32())
 }
 
 // moduleObjectState is what must not change of a module object.
@@ -213,7 +202,7 @@ func (b *bench) writeKLMKyma(ctx context.Context, i int, kubeconfigs [][]byte, r
 	controller := true
 	owner := metav1.OwnerReference{APIVersion: v1beta2.GroupVersion.String(), Kind: "Kyma", Name: kyma.Name, UID: kyma.UID, Controller: &controller}
 	for _, module := range b.modules {
-		name := klmManifestName(kyma.Name, module)
+		name := takeover.ManifestName(kyma.Name, module)
 		var synced []v1beta2.Resource
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(moduleManifest(module, installVersion)), 4096)
 		for {

@@ -32,12 +32,3 @@ func TestModuleObjectComparisonCatchesEveryChange(t *testing.T) {
 		t.Errorf("compareModuleObjects of a fleet with itself: %d recreated and %d changed, want none", recreated, changed)
 	}
 }
-
-// TestKLMManifestName pins KLM's name of a Manifest (pkg/module/common/
-// module.go): <kyma>-<module>-fnv32a("kyma-project.io/module/<module>" +
-// "<module>"); the hash here is computed independently.
-func TestKLMManifestName(t *testing.T) {
-	if got, want := klmManifestName("kyma-00001", "bench-alpha"), "kyma-00001-bench-alpha-2905229667"; got != want {
-		t.Errorf("klmManifestName = %q, want %q", got, want)
-	}
-}

@@ -10,6 +10,8 @@
 package takeover
 
 import (
+	"fmt"
+	"hash/fnv"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,4 +94,15 @@ func AppliedBy(live *metav1.ObjectMeta, manifest string) bool {
 		return false
 	}
 	return live.Annotations[DeprecatedOwnedByAnnotation] == manifest || live.Annotations[OwnedByAnnotation] == manifest
+}
+
+// ManifestName is the name KLM gives a module's Manifest
+// (pkg/module/common/module.go): the Kyma, the module, and an fnv32 hash
+// of the module's OCM component (kyma-project.io/module/<module>, KLM's
+// default) and the module. Fixtures and fleet-bench write KLM's state
+// under it; the takeover itself never relies on a name.
+func ManifestName(kyma, module string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte("kyma-project.io/module/" + module + module))
+	return fmt.Sprintf("%s-%s-%d", kyma, module, h.Sum32())
 }

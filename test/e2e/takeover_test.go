@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -77,15 +76,6 @@ func (m klmModule) publish(t *testing.T) {
 		g.Expect(env.kcpClient.Create(context.Background(), template)).To(Succeed())
 		t.Cleanup(func() { _ = env.kcpClient.Delete(context.Background(), template) })
 	}
-}
-
-// klmManifestName is KLM's name of a module's Manifest
-// (pkg/module/common/module.go): the Kyma, the component's last segment
-// and an fnv32 hash of component and module.
-func klmManifestName(kyma, module string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte("kyma-project.io/module/" + module + module))
-	return fmt.Sprintf("%s-%s-%d", kyma, module, h.Sum32())
 }
 
 func TestTakeOverARuntimeInKLMsShape(t *testing.T) {
@@ -180,7 +170,7 @@ spec:
 	g.Expect(klm.rc.Create(ctx, owners)).To(Succeed())
 	t.Cleanup(func() { _ = klm.rc.Delete(context.Background(), owners) })
 	klmManifest := &v1beta2.Manifest{}
-	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: klmManifestName(k.name, withCR)}, klmManifest)).To(Succeed())
+	g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: takeover.ManifestName(k.name, withCR)}, klmManifest)).To(Succeed())
 	klmManifest.Status.Synced = append(klmManifest.Status.Synced, v1beta2.Resource{GroupVersionKind: metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: owners.Namespace, Name: owners.Name})
 	g.Expect(env.kcpClient.Status().Update(ctx, klmManifest)).To(Succeed())
 	before := klm.snapshot(t)
@@ -199,8 +189,8 @@ spec:
 			g.Expect(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: kymactrl.ManifestName(k.name, m.name)}, manifest)).To(Succeed())
 			g.Expect(manifest.Status.State).To(Equal(v1beta2.StateReady))
 			g.Expect(manifest.Status.TakenOver).NotTo(BeNil())
-			g.Expect(manifest.Status.TakenOver.Manifest).To(Equal(klmManifestName(k.name, m.name)))
-			g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: klmManifestName(k.name, m.name)}, &v1beta2.Manifest{}))).
+			g.Expect(manifest.Status.TakenOver.Manifest).To(Equal(takeover.ManifestName(k.name, m.name)))
+			g.Expect(apierrors.IsNotFound(env.kcpClient.Get(ctx, client.ObjectKey{Namespace: kcpNamespace, Name: takeover.ManifestName(k.name, m.name)}, &v1beta2.Manifest{}))).
 				To(BeTrue(), "KLM's Manifest of %s is released", m.name)
 		}
 		g.Expect(kyma.Finalizers).To(ConsistOf(v1beta2.KymaFinalizer), "KLM's finalizers went once this operator's was on")
@@ -350,7 +340,7 @@ func (r *klmRuntime) install(t *testing.T, m klmModule, version string) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	name := klmManifestName(r.k.name, m.name)
+	name := takeover.ManifestName(r.k.name, m.name)
 	var synced []v1beta2.Resource
 	for _, doc := range m.versions[version] {
 		u := &unstructured.Unstructured{}
@@ -596,7 +586,7 @@ func TestKLMInstalledModuleIsLeftWithoutTakeover(t *testing.T) {
 	g.Expect(klm.rc.Get(ctx, client.ObjectKey{Namespace: v1beta2.DefaultRuntimeNamespace, Name: name + "-config"}, before)).To(Succeed())
 	k.update(t, func(kyma *v1beta2.Kyma) { delete(kyma.Labels, v1beta2.SkipReconciliationLabel) })
 
-	klmName := klmManifestName(k.name, name)
+	klmName := takeover.ManifestName(k.name, name)
 	g.Eventually(func(g Gomega) {
 		c := k.readyCondition(g, name)
 		g.Expect(c.Reason).To(Equal("KLMInstalled"))
