@@ -70,13 +70,20 @@ var (
 		Name: "lifecycle_manager_runtime_slots_full_total",
 		Help: "Reconciles requeued because their runtime already had --max-workers-per-runtime reconciles at work.",
 	}, []string{"controller"})
+
+	// RuntimeSlotsBorrowed counts reconciles over their runtime's cap that
+	// took a worker nobody else needed (the cap is work-conserving).
+	RuntimeSlotsBorrowed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lifecycle_manager_runtime_slots_borrowed_total",
+		Help: "Reconciles let in beyond --max-workers-per-runtime because their runtime answers, no other runtime waited and a worker stayed free.",
+	}, []string{"controller"})
 )
 
 // operatorCollectors are the operator's and the listener's metrics, served
 // from controller-runtime's registry.
 func operatorCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady, RuntimeSlotsFull, ManifestChecks,
+		ManifestReconciles, KymaReconciles, Requeues, KymaState, ModuleState, ModuleTimeToReady, RuntimeSlotsFull, RuntimeSlotsBorrowed, ManifestChecks,
 		ListenerRequests, ListenerRejected, ListenerReportsAccepted, ListenerRechecks, ListenerLatency,
 		ListenerInFlight, ListenerRateLimitBuckets, WatcherFallbackRequeues, WatcherSilentRuntimes,
 		RolloutPhase, RolloutWave, RolloutRuntimes, RolloutHalted, RolloutRollingBack, RolloutLastProgress, RolloutPlanned,

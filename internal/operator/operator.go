@@ -280,6 +280,10 @@ func New(ctx context.Context, opts Options) (ctrl.Manager, error) {
 		IdleTimeout: opts.RuntimeIdleTimeout,
 		Indexed:     true,
 	})
+	// A runtime nobody competes with may use every idle worker of these
+	// controllers beyond its cap (remote.Slots).
+	runtimes.Workers("kyma", opts.KymaConcurrency)
+	runtimes.Workers("manifest", opts.ManifestConcurrency)
 	var keychain authn.Keychain
 	if opts.Content.RegistryCredentialsSecret != "" {
 		keychain = fetch.NewSecretKeychain(mgr.GetClient(), client.ObjectKey{Namespace: opts.Namespace, Name: opts.Content.RegistryCredentialsSecret})

@@ -65,7 +65,7 @@ type Runtimes interface {
 	Get(ctx context.Context, kymaName string) (*Cluster, error)
 	// TryAcquire takes one of the slots of the runtime's API server; see
 	// Cache.TryAcquire.
-	TryAcquire(controller, kymaName string) (release func(), ok bool)
+	TryAcquire(controller, kymaName, who string, wake func()) (release func(), ok bool)
 	// EvictOnError drops what err shows to be stale; see Cache.EvictOnError.
 	EvictOnError(kymaName string, err error) bool
 	// Evict drops the runtime's Cluster, memos and all.
@@ -146,11 +146,17 @@ func NewCache(reader, apiReader client.Reader, opts Options) *Cache {
 // kubeconfig points at that server: a runtime registered under many Kymas
 // is still one runtime, and a hanging one holds MaxWorkersPerRuntime
 // workers, not that many per Kyma.
-func (c *Cache) TryAcquire(controller, kymaName string) (release func(), ok bool) {
+func (c *Cache) TryAcquire(controller, kymaName, who string, wake func()) (release func(), ok bool) {
 	if !c.slots.capped() {
 		return func() {}, true
 	}
-	return c.slots.TryAcquire(controller, c.slotKey(kymaName))
+	return c.slots.TryAcquire(controller, c.slotKey(kymaName), who, wake)
+}
+
+// Workers tells the slots how many reconciles controller runs at once, so
+// that a runtime nobody competes with may use the idle ones (Slots).
+func (c *Cache) Workers(controller string, n int) {
+	c.slots.Workers(controller, n)
 }
 
 // slotLookupTimeout bounds the read of a Kyma's Secret to find its slots;

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,23 +12,23 @@ import (
 
 func TestSlotsCapEachRuntimeApart(t *testing.T) {
 	s := NewSlots(2)
-	r1, ok1 := s.TryAcquire("manifest", "a")
-	_, ok2 := s.TryAcquire("kyma", "a")
+	r1, ok1 := s.TryAcquire("manifest", "a", "manifest/x", nil)
+	_, ok2 := s.TryAcquire("kyma", "a", "kyma/x", nil)
 	if !ok1 || !ok2 {
 		t.Fatal("the first two reconciles of a runtime must get a slot")
 	}
-	if _, ok := s.TryAcquire("manifest", "a"); ok {
+	if _, ok := s.TryAcquire("manifest", "a", "manifest/x", nil); ok {
 		t.Fatal("a third reconcile of the same runtime got a slot, across controllers the cap is 2")
 	}
-	if _, ok := s.TryAcquire("manifest", "b"); !ok {
+	if _, ok := s.TryAcquire("manifest", "b", "manifest/x", nil); !ok {
 		t.Fatal("another runtime must not be limited by a busy one")
 	}
 	r1()
 	r1() // releasing twice frees one slot, not two
-	if _, ok := s.TryAcquire("manifest", "a"); !ok {
+	if _, ok := s.TryAcquire("manifest", "a", "manifest/x", nil); !ok {
 		t.Fatal("a released slot is free again")
 	}
-	if _, ok := s.TryAcquire("manifest", "a"); ok {
+	if _, ok := s.TryAcquire("manifest", "a", "manifest/x", nil); ok {
 		t.Fatal("a double release freed a second slot")
 	}
 }
@@ -35,7 +36,7 @@ func TestSlotsCapEachRuntimeApart(t *testing.T) {
 func TestSlotsWithoutCap(t *testing.T) {
 	for _, s := range []*Slots{NewSlots(0), nil} {
 		for range 100 {
-			if _, ok := s.TryAcquire("manifest", "a"); !ok {
+			if _, ok := s.TryAcquire("manifest", "a", "manifest/x", nil); !ok {
 				t.Fatal("no cap means every reconcile gets a slot")
 			}
 		}
@@ -83,7 +84,7 @@ func TestKymasOnOneServerShareItsSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			release, wait := Gate(cache, "manifest", []string{"kyma-a", "kyma-b"}[i%2])
+			release, wait := Gate(cache, "manifest", []string{"kyma-a", "kyma-b"}[i%2], fmt.Sprint(i), nil)
 			if release == nil {
 				if wait <= 0 {
 					t.Error("a refused reconcile must be told to come back later")
@@ -100,7 +101,7 @@ func TestKymasOnOneServerShareItsSlots(t *testing.T) {
 	g.Expect(cache.slots.inUse()).To(Equal(map[string]int{shared: perRuntime}))
 
 	// Another server is not held up by the busy one.
-	releaseC, ok := cache.TryAcquire("kyma", "kyma-c")
+	releaseC, ok := cache.TryAcquire("kyma", "kyma-c", "kyma/x", nil)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(cache.slots.inUse()).To(Equal(map[string]int{shared: perRuntime, other: 1}))
 
@@ -111,14 +112,14 @@ func TestKymasOnOneServerShareItsSlots(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cluster.Identity().Server).To(Equal(kcp.Config().Host))
 	g.Expect(cluster.known.credentials).To(BeIdenticalTo(validated), "the kubeconfig is validated once")
-	_, ok = cache.TryAcquire("kyma", "kyma-b")
+	_, ok = cache.TryAcquire("kyma", "kyma-b", "kyma/x", nil)
 	g.Expect(ok).To(BeFalse(), "kyma-a's reconciles hold kyma-b's server")
 
 	// A released slot is free for either Kyma of the server.
 	releases[0]()
-	releaseB, ok := cache.TryAcquire("kyma", "kyma-b")
+	releaseB, ok := cache.TryAcquire("kyma", "kyma-b", "kyma/x", nil)
 	g.Expect(ok).To(BeTrue())
-	_, ok = cache.TryAcquire("kyma", "kyma-a")
+	_, ok = cache.TryAcquire("kyma", "kyma-a", "kyma/x", nil)
 	g.Expect(ok).To(BeFalse())
 	g.Expect(cache.slots.inUse()).To(Equal(map[string]int{shared: perRuntime, other: 1}))
 
@@ -139,9 +140,9 @@ func TestKymaWithoutARuntimeTakesSlotsOfItsOwn(t *testing.T) {
 	refused.Data[KubeconfigKey] = []byte("not a kubeconfig")
 	g.Expect(admin.Create(t.Context(), refused)).To(Succeed())
 
-	_, ok := cache.TryAcquire("kyma", "kyma-missing")
+	_, ok := cache.TryAcquire("kyma", "kyma-missing", "kyma/x", nil)
 	g.Expect(ok).To(BeTrue())
-	_, ok = cache.TryAcquire("kyma", "kyma-refused")
+	_, ok = cache.TryAcquire("kyma", "kyma-refused", "kyma/x", nil)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(cache.slots.inUse()).To(Equal(map[string]int{"kyma:kyma-missing": 1, "kyma:kyma-refused": 1}))
 }

@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return reconciler.Run(ctx, r.Client, rb, reconciler.Phases[*v1beta2.RuntimeBackup]{
 		Controller: "backup",
 		Gate: func(_ context.Context, rb *v1beta2.RuntimeBackup) (func(), time.Duration) {
-			return remote.Gate(r.Runtimes, "backup", rb.Name)
+			return remote.Gate(r.Runtimes, "backup", rb.Name, rb.Namespace+"/"+rb.Name, nil)
 		},
 		Deadline: r.ReconcileTimeout,
 		Reconcile: func(ctx context.Context, rb *v1beta2.RuntimeBackup) reconciler.Outcome {

@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return reconciler.Run(ctx, r.Client, kyma, reconciler.Phases[*v1beta2.Kyma]{
 		Controller: controllerName,
 		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-			return remote.Gate(r.Runtimes, controllerName, kyma.Name)
+			return remote.Gate(r.Runtimes, controllerName, kyma.Name, kyma.Name, nil)
 		},
 		Deadline:  r.ReconcileTimeout,
 		Paused:    r.Pause.Paused,

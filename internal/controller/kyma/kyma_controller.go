@@ -23,6 +23,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -93,6 +94,7 @@ type Reconciler struct {
 	Liveness Liveness
 
 	events      *reconciler.Events
+	wakes       *priority.Wakes // when the runtime frees a slot
 	catalog     *catalogSnapshot
 	ready       *readyClock
 	progress    *progressWrites
@@ -171,7 +173,8 @@ func (r *Reconciler) readyAfter(ctx context.Context, kyma *v1beta2.Kyma, o recon
 // gate lets a reconcile in when the runtime has a worker slot free; a
 // runtime that already has its share waits its turn without holding one.
 func (r *Reconciler) gate(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-	return remote.Gate(r.Runtimes, "kyma", kyma.Name)
+	key := client.ObjectKeyFromObject(kyma)
+	return remote.Gate(r.Runtimes, "kyma", kyma.Name, key.String(), func() { r.wakes.Wake(key) })
 }
 
 // reconcile brings the runtime side and the Manifests in step with the

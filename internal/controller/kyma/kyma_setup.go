@@ -60,6 +60,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&v1beta2.ModuleRollout{}, handler.EnqueueRequestsFromMapFunc(r.kymasForRollout)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(kymaForSecret),
 			builder.WithPredicates(predicate.NewPredicateFuncs(hasKymaNameLabel)))
+	b = b.WatchesRawSource(r.wakes.Source())
 	for _, src := range opts.Sources {
 		b = b.WatchesRawSource(src)
 	}
@@ -77,6 +78,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 // drive reconciles one by one leave out.
 func (r *Reconciler) prepare(ctx context.Context, mgr ctrl.Manager, namespace string) error {
 	r.events = reconciler.NewEvents(r.Recorder)
+	r.wakes = priority.NewWakes()
 	r.catalog = newCatalogSnapshot(mgr.GetClient(), namespace)
 	r.ready = newReadyClock()
 	if r.ProgressInterval <= 0 {

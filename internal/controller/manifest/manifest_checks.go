@@ -164,7 +164,7 @@ func (c *checks) checkKyma(ctx context.Context, kyma client.ObjectKey) {
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("kyma", kyma)
 	ctx = ctrl.LoggerInto(ctx, log)
-	release, wait := remote.Gate(c.r.Runtimes, "manifest", kyma.Name)
+	release, wait := remote.Gate(c.r.Runtimes, "manifest", kyma.Name, "checks/"+kyma.String(), nil)
 	if release == nil {
 		c.putBack(kyma, names, wait)
 		return

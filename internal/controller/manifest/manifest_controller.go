@@ -26,6 +26,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/pause"
+	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
 	"github.com/runtime-fleet/lifecycle-manager/internal/requeue"
@@ -78,6 +79,9 @@ type Reconciler struct {
 
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
+	// wakes bring a Manifest back at once when its runtime frees a slot
+	// or an object it waits for changes there.
+	wakes *priority.Wakes
 	// verified is what the last full reconcile of each Manifest found in
 	// its runtime, and listings the reads its Kyma's checks share
 	// (manifest_drift.go).
@@ -161,7 +165,8 @@ func (r *Reconciler) phases(kyma *v1beta2.Kyma) reconciler.Phases[*v1beta2.Manif
 // gate takes a worker slot of the Manifest's runtime: a runtime that already
 // has its share of workers waits its turn without holding one.
 func (r *Reconciler) gate(_ context.Context, manifest *v1beta2.Manifest) (func(), time.Duration) {
-	return remote.Gate(r.Runtimes, "manifest", kymaName(manifest))
+	key := client.ObjectKeyFromObject(manifest)
+	return remote.Gate(r.Runtimes, "manifest", kymaName(manifest), key.String(), func() { r.wakes.Wake(key) })
 }
 
 // install brings the module to the Manifest's spec: fetch and render,

@@ -37,6 +37,7 @@ type SetupOptions struct {
 // and deletion changes start a reconcile: our own status writes do not.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
 	r.events = reconciler.NewEvents(r.Recorder)
+	r.wakes = priority.NewWakes()
 	r.listings = drift.NewListings(listingTTLFor(r.Intervals))
 	r.checks = newChecks(r, opts.MaxConcurrentReconciles)
 	if err := mgr.Add(r.checks); err != nil {
@@ -58,6 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error
 		// Manifest records taking it over (manifest_takeover.go).
 		Watches(&v1beta2.Manifest{}, handler.EnqueueRequestsFromMapFunc(takenOverPredecessor),
 			builder.WithPredicates(takeoverRecorded))
+	b = b.WatchesRawSource(r.wakes.Source())
 	b = b.WatchesRawSource(source.Channel(r.checks.found, &handler.TypedEnqueueRequestForObject[*v1beta2.Manifest]{}))
 	if opts.Reports != nil {
 		b = b.WatchesRawSource(source.Channel(opts.Reports, r.reported()))

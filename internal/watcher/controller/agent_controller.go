@@ -119,7 +119,7 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		Controller: agentController,
 		Finalizer:  v1beta2.WatcherFinalizer,
 		Gate: func(_ context.Context, kyma *v1beta2.Kyma) (func(), time.Duration) {
-			return remote.Gate(r.Runtimes, agentController, kyma.Name)
+			return remote.Gate(r.Runtimes, agentController, kyma.Name, kyma.Namespace+"/"+kyma.Name, nil)
 		},
 		Deadline:  r.Options.ReconcileTimeout,
 		Paused:    r.Pause.Paused,
