@@ -17,6 +17,27 @@ import (
 type Readiness struct {
 	State   v1beta2.State
 	Message string
+	// Pending is the object a module on its way to Ready waits for, as it
+	// was read; nil when it is not waiting.
+	Pending *Pending
+}
+
+// Pending is an object a module's readiness waits for, as it was read: an
+// empty ResourceVersion means it did not exist.
+type Pending struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+	ResourceVersion string
+	Labels          map[string]string
+}
+
+// pending describes obj, read as gvk at key, or missing when obj is nil.
+func pending(gvk schema.GroupVersionKind, key client.ObjectKey, obj *unstructured.Unstructured) *Pending {
+	p := &Pending{GVK: gvk, Namespace: key.Namespace, Name: key.Name}
+	if obj != nil {
+		p.ResourceVersion, p.Labels = obj.GetResourceVersion(), obj.GetLabels()
+	}
+	return p
 }
 
 // ManagerReadiness reads the module's manager workload (a Deployment or
@@ -32,9 +53,10 @@ func ManagerReadiness(ctx context.Context, c client.Reader, manager *v1beta2.Man
 		namespace = defaultNamespace
 	}
 	subject := fmt.Sprintf("%s %s/%s", manager.Kind, namespace, manager.Name)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: manager.Name}, obj); err != nil {
+	key := client.ObjectKey{Namespace: namespace, Name: manager.Name}
+	if err := c.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Readiness{State: v1beta2.StateProcessing, Message: subject + " does not exist yet"}, nil
+			return Readiness{State: v1beta2.StateProcessing, Message: subject + " does not exist yet", Pending: pending(obj.GroupVersionKind(), key, nil)}, nil
 		}
 		return Readiness{}, fmt.Errorf("reading manager %s: %w", subject, err)
 	}
@@ -48,7 +70,7 @@ func ManagerReadiness(ctx context.Context, c client.Reader, manager *v1beta2.Man
 	case status.FailedStatus:
 		return Readiness{State: v1beta2.StateError, Message: subject + ": " + result.Message}, nil
 	default:
-		return Readiness{State: v1beta2.StateProcessing, Message: subject + " is not ready: " + result.Message}, nil
+		return Readiness{State: v1beta2.StateProcessing, Message: subject + " is not ready: " + result.Message, Pending: pending(obj.GroupVersionKind(), key, obj)}, nil
 	}
 }
 
@@ -62,9 +84,10 @@ func CustomResourceReadiness(ctx context.Context, c client.Reader, cr *unstructu
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(cr.GroupVersionKind())
 	subject := fmt.Sprintf("%s %s", cr.GetKind(), client.ObjectKeyFromObject(cr))
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cr), obj); err != nil {
+	key := client.ObjectKeyFromObject(cr)
+	if err := c.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Readiness{State: v1beta2.StateProcessing, Message: subject + " does not exist yet"}, nil
+			return Readiness{State: v1beta2.StateProcessing, Message: subject + " does not exist yet", Pending: pending(cr.GroupVersionKind(), key, nil)}, nil
 		}
 		return Readiness{}, fmt.Errorf("reading %s: %w", subject, err)
 	}
@@ -79,6 +102,6 @@ func CustomResourceReadiness(ctx context.Context, c client.Reader, cr *unstructu
 	case v1beta2.StateDeleting:
 		return Readiness{State: v1beta2.StateDeleting, Message: subject + " is being deleted"}, nil
 	default:
-		return Readiness{State: v1beta2.StateProcessing, Message: subject + " has not reported Ready"}, nil
+		return Readiness{State: v1beta2.StateProcessing, Message: subject + " has not reported Ready", Pending: pending(cr.GroupVersionKind(), key, obj)}, nil
 	}
 }

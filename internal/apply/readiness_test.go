@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,8 +37,10 @@ func TestManagerReadiness(t *testing.T) {
 	r, err := apply.ManagerReadiness(ctx, runtimeClient, nil, m.namespace)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(r.State).To(Equal(v1beta2.StateReady), "a module without a manager is ready when applied")
+	deploymentKind := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	g.Expect(readiness()).To(Equal(apply.Readiness{State: v1beta2.StateProcessing,
-		Message: "Deployment " + m.namespace + "/manager does not exist yet"}), "the sync namespace is the default")
+		Message: "Deployment " + m.namespace + "/manager does not exist yet",
+		Pending: &apply.Pending{GVK: deploymentKind, Namespace: m.namespace, Name: "manager"}}), "the sync namespace is the default")
 
 	labels := map[string]string{"app": "manager"}
 	deployment := &appsv1.Deployment{
@@ -52,7 +55,10 @@ func TestManagerReadiness(t *testing.T) {
 		},
 	}
 	g.Expect(runtimeClient.Create(ctx, deployment)).To(Succeed())
-	g.Expect(readiness().State).To(Equal(v1beta2.StateProcessing), "a Deployment not yet rolled out is not ready")
+	r = readiness()
+	g.Expect(r.State).To(Equal(v1beta2.StateProcessing), "a Deployment not yet rolled out is not ready")
+	g.Expect(r.Pending).To(Equal(&apply.Pending{GVK: deploymentKind, Namespace: m.namespace, Name: "manager",
+		ResourceVersion: deployment.ResourceVersion}), "the module waits for the Deployment as it was read")
 
 	deployment.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: deployment.Generation,

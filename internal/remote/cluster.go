@@ -3,6 +3,7 @@ package remote
 import (
 	"crypto/tls"
 	"fmt"
+	"k8s.io/client-go/metadata"
 	"net/http"
 	"reflect"
 	"sync"
@@ -196,4 +197,10 @@ func newCluster(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime.Sc
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	return &Cluster{Client: cl, Config: cfg, Mapper: mapper, httpClient: httpClient, known: known}, nil
+}
+
+// Metadata returns a client for the metadata of the runtime's objects, over
+// the same connection.
+func (c *Cluster) Metadata() (metadata.Interface, error) {
+	return metadata.NewForConfigAndClient(c.Config, c.httpClient)
 }

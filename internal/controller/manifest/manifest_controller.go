@@ -22,6 +22,7 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/access"
 	"github.com/runtime-fleet/lifecycle-manager/internal/apply"
+	"github.com/runtime-fleet/lifecycle-manager/internal/awaits"
 	"github.com/runtime-fleet/lifecycle-manager/internal/content/transform"
 	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
@@ -80,8 +81,9 @@ type Reconciler struct {
 	// events reports raw errors, rate limited; made from Recorder.
 	events *reconciler.Events
 	// wakes bring a Manifest back at once when its runtime frees a slot
-	// or an object it waits for changes there.
-	wakes *priority.Wakes
+	// or an object it waits for changes there (awaits).
+	wakes  *priority.Wakes
+	awaits *awaits.Awaits
 	// verified is what the last full reconcile of each Manifest found in
 	// its runtime, and listings the reads its Kyma's checks share
 	// (manifest_drift.go).
@@ -252,8 +254,18 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 	if len(finalizing) > 0 && readiness.State != v1beta2.StateError {
 		return replacingDefaultCustomResources(finalizing, r.Intervals.After(v1beta2.StateProcessing))
 	}
-	return readinessOutcome(readiness, r.Intervals)
+	o := readinessOutcome(readiness, r.Intervals)
+	if o.Kind == reconciler.KindProgressing && r.awaits.Await(cluster, kymaName(manifest), client.ObjectKeyFromObject(manifest), readiness.Pending) {
+		// The runtime tells when the object changes; the poll only backs
+		// up a watch that failed.
+		o.After *= awaitedPollFactor
+	}
+	return o
 }
+
+// awaitedPollFactor stretches the Processing interval of a Manifest whose
+// awaited object is watched (internal/awaits).
+const awaitedPollFactor = 15
 
 // moduleReady tells, reading only, whether the module's default custom
 // resource exists, its record is current and the module is Ready: what

@@ -32,6 +32,7 @@ import (
 // the status names them.
 func (r *Reconciler) uninstall(ctx context.Context, manifest *v1beta2.Manifest) (o reconciler.Outcome) {
 	r.verified.Forget(manifest.UID)
+	r.awaits.Done(client.ObjectKeyFromObject(manifest))
 	defer func() {
 		if o.Kind == reconciler.KindDone {
 			r.goneSince.Delete(manifest.UID)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/reconciler"
@@ -36,6 +37,9 @@ type Reporting interface {
 // without checks (a Reconciler not set up with a manager) or a fingerprint,
 // it is requeued, within checkSpread of its Kyma's other Manifests.
 func (r *Reconciler) next(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, o reconciler.Outcome) reconciler.Outcome {
+	if o.Kind != reconciler.KindProgressing {
+		r.awaits.Done(client.ObjectKeyFromObject(manifest))
+	}
 	if o.Kind != reconciler.KindReady || r.Intervals.Ready <= 0 {
 		return o
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
+	"github.com/runtime-fleet/lifecycle-manager/internal/awaits"
 	"github.com/runtime-fleet/lifecycle-manager/internal/drift"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
 	"github.com/runtime-fleet/lifecycle-manager/internal/priority"
@@ -38,6 +39,10 @@ type SetupOptions struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts SetupOptions) error {
 	r.events = reconciler.NewEvents(r.Recorder)
 	r.wakes = priority.NewWakes()
+	r.awaits = awaits.New(r.wakes.Wake)
+	if err := mgr.Add(r.awaits); err != nil {
+		return err
+	}
 	r.listings = drift.NewListings(listingTTLFor(r.Intervals))
 	r.checks = newChecks(r, opts.MaxConcurrentReconciles)
 	if err := mgr.Add(r.checks); err != nil {
