@@ -82,6 +82,9 @@ func run() int {
 	flag.Float64Var(&maxRSSGiB, "max-rss-gib", maxRSSGiB, "Stop the run when the operator and the API servers hold more memory than this (GiB); 0 disables. The default is 60% of the machine's memory.")
 	flag.Float64Var(&serverGiB, "server-memory-limit-gib", 0, "GOMEMLIMIT (GiB) of each API server and etcd the benchmark starts: a soft limit that makes their garbage collector work harder near it, so that a 10,000x20 control plane fits the machine; 0 sets none.")
 	flag.StringVar(&opts.IdleCPUProfile, "idle-cpuprofile", "", "Write a CPU profile of the idle measurement only to this file (not with --cpuprofile).")
+	flag.StringVar(&opts.ServerProfiles, "server-profiles", "", "Write CPU profiles of the control-plane API server and the first runtime API server, taken during each phase, into this directory (<phase>-kcp.pprof, <phase>-runtime.pprof).")
+	flag.DurationVar(&opts.ServerProfileDelay, "server-profile-delay", 30*time.Second, "With --server-profiles: how far into each phase the profiles start.")
+	flag.IntVar(&opts.ServerProfileSeconds, "server-profile-seconds", 30, "With --server-profiles: how long each profile lasts.")
 	flag.StringVar(&opts.HeapProfile, "heapprofile", "", "Write a heap profile, taken when the install ends, to this file.")
 	reaction := fleetbench.DefaultReactionOptions()
 	reaction.Repetitions = 0

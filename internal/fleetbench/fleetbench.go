@@ -129,6 +129,14 @@ type Options struct {
 	// over the idle measurement only. It cannot be combined with a profile
 	// of the whole run (Go keeps one CPU profile at a time).
 	IdleCPUProfile string
+	// ServerProfiles, when set, is a directory that receives CPU profiles
+	// of the control-plane API server and of the first runtime API server,
+	// taken during each phase (serverprofile.go).
+	ServerProfiles string
+	// ServerProfileDelay is how far into a phase they start; they last
+	// ServerProfileSeconds.
+	ServerProfileDelay   time.Duration
+	ServerProfileSeconds int
 }
 
 // DefaultOptions are 50 Kymas × 5 modules on 2 runtime API servers, with
@@ -704,6 +712,8 @@ func (b *bench) runPhase(ctx context.Context, name string, g goal, baseline bool
 	version := g.version
 	rec := b.tracker.begin(g, baseline)
 	fmt.Fprintf(b.opts.Progress, "%s: started\n", name)
+	stopProfiles := b.profileServers(ctx, name, rec.finished)
+	defer stopProfiles()
 	runErr := load(ctx)
 	if runErr == nil {
 		select {
