@@ -33,6 +33,8 @@ type Result struct {
 	// Inventory lists every object that is now applied.
 	Inventory []v1beta2.Resource
 	// Changed counts objects created or updated; zero means nothing drifted.
+	// Objects of new content written without a diff (Plan.NewContent)
+	// count as updated.
 	Changed int
 }
 

@@ -76,7 +76,11 @@ func (a *Applier) ApplyPlan(ctx context.Context, plan *Plan) (ModuleResult, erro
 			}
 		default:
 			toApply = append(toApply, obj)
-			staged = append(staged, obj)
+			if plan.NewContent && createdDirectly(obj) {
+				fresh = append(fresh, obj)
+			} else {
+				staged = append(staged, obj)
+			}
 		}
 	}
 	// The record goes first: should the apply fail after it, the object is
@@ -108,21 +112,26 @@ func (a *Applier) ApplyPlan(ctx context.Context, plan *Plan) (ModuleResult, erro
 }
 
 // createdDirectly tells whether an object that the ownership lookup found
-// absent is created with a single apply request rather than through the
-// staged apply. The staged apply reads each object again and dry-runs it to
-// find what would change, which for an object that does not exist is all of
-// it: on a first install that tripled the requests to the runtime. Cluster
-// definitions (CRDs, Namespaces, ClusterRoles) and classes stay staged, as
-// other objects need them established before they can be applied.
+// absent, or one of the module's own objects in new content, is written with
+// a single apply request rather than through the staged apply. The staged
+// apply reads each object again and dry-runs it to find what would change,
+// which for an object that does not exist is all of it: on a first install
+// that tripled the requests to the runtime. In an upgrade it cost a read and
+// a dry-run per object on top of the apply of each that changed; an apply of
+// an unchanged object costs the API server what its dry-run did, and writes
+// nothing. Only a drift correction of applied content keeps the diff, which
+// writes (and counts) just what drifted. Cluster definitions (CRDs,
+// Namespaces, ClusterRoles) and classes stay staged, as other objects need
+// them established before they can be applied.
 func createdDirectly(obj *unstructured.Unstructured) bool {
 	return !ssautils.IsClusterDefinition(obj) && !ssautils.IsClassDefinition(obj)
 }
 
-// create server-side applies objects that do not exist yet, after the
-// staged ones, so that anything they need is established. Should one have
-// been created meanwhile by someone else, the apply still takes it over, as
-// the staged apply would; the window is the few milliseconds since the
-// lookup.
+// create server-side applies objects that do not exist yet, and the
+// module's own objects of new content, after the staged ones, so that
+// anything they need is established. Should one have been created meanwhile
+// by someone else, the apply still takes it over, as the staged apply would;
+// the window is the few milliseconds since the lookup.
 func (a *Applier) create(ctx context.Context, objects []*unstructured.Unstructured) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(lookupConcurrency)

@@ -34,6 +34,12 @@ type Plan struct {
 	Refused []Conflict
 	// refused marks, for each of Objects, whether Refuse refused it.
 	refused []bool
+	// NewContent says that the objects are content the runtime has not
+	// been brought to yet (an install or an upgrade), not a drift
+	// correction of what was applied: the module's own objects are then
+	// applied at once, without first reading and dry-running each to find
+	// what changed (ApplyPlan).
+	NewContent bool
 	// inventory is what the module applied before.
 	inventory []v1beta2.Resource
 }

@@ -101,3 +101,30 @@ func TestFirstInstallCreatesEachObjectWithOneApply(t *testing.T) {
 	g.Expect(k.requests(g, configMapRequests("APPLY", true))-dryRuns).To(BeZero(), "no dry-run of an object that did not exist")
 	g.Expect(k.requests(g, configMapRequests("GET", false))-reads).To(Equal(2.0), "one ownership lookup per ConfigMap")
 }
+
+// TestUpgradeWritesEachObjectWithOneApply upgrades a module: its own
+// ConfigMap that changes is written with one apply, not read and dry-run
+// first; the new one is looked up and created with one apply; nothing is
+// dry-run. (A drift correction of installed content still diffs first, so
+// that only what drifted is written and reported: TestDriftIsCorrected.)
+func TestUpgradeWritesEachObjectWithOneApply(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	setChannel(t, samplemodules.Evolving, "costupgrade", "1.0.0")
+	evolving := module(samplemodules.Evolving)
+	evolving.Channel = "costupgrade"
+	k := newKyma(t, evolving)
+	k.eventuallyReady(t)
+	applies, dryRuns := k.requests(g, configMapRequests("APPLY", false)), k.requests(g, configMapRequests("APPLY", true))
+
+	setChannel(t, samplemodules.Evolving, "costupgrade", "2.0.0")
+	g.Eventually(func(g Gomega) {
+		status := k.moduleStatus(g, samplemodules.Evolving)
+		g.Expect(status.Version).To(Equal("2.0.0"))
+		g.Expect(status.State).To(Equal(v1beta2.StateReady))
+	}, timeout, interval).Should(Succeed())
+
+	g.Expect(k.requests(g, configMapRequests("APPLY", true))-dryRuns).To(BeZero(), "an upgrade dry-ran objects")
+	g.Expect(k.requests(g, configMapRequests("APPLY", false))-applies).To(Equal(2.0),
+		"one apply for the changed ConfigMap, one for the new one")
+}

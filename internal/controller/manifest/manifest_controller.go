@@ -296,6 +296,9 @@ func (r *Reconciler) plan(ctx context.Context, cluster *remote.Cluster, manifest
 		return nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Reading what exists of the module's resources in the runtime", err), err), false
 	}
 	plan.Refuse(r.limits(manifest))
+	// A drift correction of applied content diffs each object first, so
+	// that only what drifted is written and reported.
+	plan.NewContent = !installed(manifest)
 	if conflicts := plan.Conflicts(); len(conflicts) > 0 {
 		// Someone else's objects, or objects no module may write: only a
 		// person can resolve it, in the runtime (not watched) or in the
