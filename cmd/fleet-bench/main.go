@@ -90,6 +90,14 @@ func run() int {
 	reaction.Repetitions = 0
 	flag.IntVar(&reaction.Repetitions, "reaction", 0, "Run the reaction benchmark instead: this many modules made ready one after another in one runtime, each timed to its Kyma showing Ready (the fleet flags are ignored).")
 	flag.IntVar(&reaction.Starts, "reaction-starts", reaction.Starts, "With --reaction: operator binary starts, each timed to a Kyma's first status; 0 skips them.")
+	lone := fleetbench.DefaultLoneOptions()
+	lone.Modules = 0
+	flag.IntVar(&lone.Modules, "lone", 0, "Run the lone-runtime benchmark instead: one runtime whose Kyma lists this many real-size modules from the start, timed from the operator's start to Ready, from the last module's CR Ready to the Kyma's, and its deletion (the fleet flags are ignored).")
+	flag.IntVar(&lone.Repetitions, "lone-repetitions", lone.Repetitions, "With --lone: how many times the run is made, each with a Kyma, modules and an operator start of its own.")
+	flag.DurationVar(&lone.MaxHold, "lone-hold", lone.MaxHold, "With --lone: the longest the stand-in module operator waits, at random, before making a module ready.")
+	flag.IntVar(&lone.MaxWorkersPerRuntime, "lone-max-workers-per-runtime", lone.MaxWorkersPerRuntime, "With --lone: the operator's --max-workers-per-runtime; negative keeps its default.")
+	flag.DurationVar(&lone.ProgressInterval, "lone-kyma-progress-interval", lone.ProgressInterval, "With --lone: the operator's --kyma-progress-interval; negative keeps its default.")
+	flag.DurationVar(&lone.RequeueProcessing, "lone-requeue-processing", lone.RequeueProcessing, "With --lone: the operator's --requeue-processing; negative keeps its default.")
 	flag.Parse()
 	rollout.MaxInFlight = intstr.Parse(rolloutMaxInFlight)
 	if !withRollout {
@@ -128,6 +136,9 @@ func run() int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	if lone.Modules > 0 {
+		return runLone(ctx, lone, out)
+	}
 	if reaction.Repetitions > 0 {
 		return runReaction(ctx, reaction, out)
 	}
@@ -190,6 +201,25 @@ func writeJSON(path string, report any) error {
 func runReaction(ctx context.Context, opts fleetbench.ReactionOptions, out string) int {
 	opts.Progress = os.Stderr
 	report, err := fleetbench.RunReaction(ctx, opts)
+	if report != nil {
+		report.Print(os.Stdout)
+		if werr := writeJSON(out, report); werr != nil {
+			fmt.Fprintln(os.Stderr, "fleet-bench:", werr)
+			return 1
+		}
+		fmt.Printf("\nJSON report: %s\n", out)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// runLone runs the lone-runtime benchmark and prints its figures.
+func runLone(ctx context.Context, opts fleetbench.LoneOptions, out string) int {
+	opts.Progress = os.Stderr
+	report, err := fleetbench.RunLone(ctx, opts)
 	if report != nil {
 		report.Print(os.Stdout)
 		if werr := writeJSON(out, report); werr != nil {
