@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -97,6 +98,12 @@ func run() int {
 	flag.DurationVar(&lone.MaxHold, "lone-hold", lone.MaxHold, "With --lone: the longest the stand-in module operator waits, at random, before making a module ready.")
 	flag.IntVar(&lone.MaxWorkersPerRuntime, "lone-max-workers-per-runtime", lone.MaxWorkersPerRuntime, "With --lone: the operator's --max-workers-per-runtime; negative keeps its default.")
 	flag.DurationVar(&lone.ProgressInterval, "lone-kyma-progress-interval", lone.ProgressInterval, "With --lone: the operator's --kyma-progress-interval; negative keeps its default.")
+	flag.Func("lone-runtime-qps", "With --lone: the operator's --runtime-qps; unset keeps its default.", func(v string) error {
+		f, err := strconv.ParseFloat(v, 32)
+		lone.RuntimeQPS = float32(f)
+		return err
+	})
+	flag.IntVar(&lone.RuntimeBurst, "lone-runtime-burst", 0, "With --lone: the operator's --runtime-burst; 0 keeps its default.")
 	flag.DurationVar(&lone.RequeueProcessing, "lone-requeue-processing", lone.RequeueProcessing, "With --lone: the operator's --requeue-processing; negative keeps its default.")
 	flag.Parse()
 	rollout.MaxInFlight = intstr.Parse(rolloutMaxInFlight)

@@ -65,6 +65,9 @@ func main() {
 	flag.DurationVar(&opts.RolloutPoll, "rollout-poll", opts.RolloutPoll, "How often a moving ModuleRollout is looked at when nothing it watches changes, its plannedAt refreshed and its pinned content links resolved again to see whether a tag moved. 0 means 30s.")
 	flag.DurationVar(&opts.KymaProgressInterval, "kyma-progress-interval", opts.KymaProgressInterval, "How often, at most, a Kyma's status is written only to report that more of its modules became ready; changes of state, errors and module list changes are written at once.")
 	flag.DurationVar(&opts.RuntimeIdleTimeout, "runtime-idle-timeout", opts.RuntimeIdleTimeout, "Close a runtime's connection when no reconcile used it this long (a Ready runtime is looked at once per Ready interval); what is known of the runtime stays. 0 keeps connections open.")
+	runtimeQPS := float64(opts.RuntimeQPS)
+	flag.Float64Var(&runtimeQPS, "runtime-qps", runtimeQPS, "Requests per second each runtime's client sends at most, after a burst of --runtime-burst.")
+	flag.IntVar(&opts.RuntimeBurst, "runtime-burst", opts.RuntimeBurst, "Requests each runtime's client may send at once before --runtime-qps applies.")
 	flag.IntVar(&opts.MaxWorkersPerRuntime, "max-workers-per-runtime", opts.MaxWorkersPerRuntime, "Reconciles working on one runtime API server at once (the server of the Kyma's kubeconfig), across controllers and Kymas; others requeue. 0 means no cap.")
 	flag.StringVar(&opts.ModuleAccess.Undeclared, "undeclared-module-access", opts.ModuleAccess.Undeclared,
 		"What a module whose ModuleTemplate declares no RBAC (spec.rbac) is written as: admin (the runtime's kubeconfig, as every module published for the Kyma API needs) or refuse (its Manifest shows Error). Modules that declare RBAC always get an identity of their own.")
@@ -97,6 +100,7 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	opts.RuntimeQPS = float32(runtimeQPS)
 	if *showVersion {
 		version.Print(os.Stdout, "lifecycle-manager")
 		return

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"slices"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,11 +20,35 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 )
 
-// Version identifies one state of one object: any write to it, by anyone,
-// changes its resourceVersion, and recreating it changes its UID.
+// Version identifies one state of one object as far as drift goes:
+// recreating it changes its UID, and ResourceVersion is VersionOf's.
 type Version struct {
 	UID             types.UID
 	ResourceVersion string
+}
+
+// VersionOf is obj's Version. For an object whose spec changes bump
+// metadata.generation (workloads, CRDs, custom resources), it is that
+// generation and a digest of its labels and annotations, so that a write
+// to its status alone (a Deployment rolling out, a module's operator
+// reporting on its custom resource) is not taken for drift and costs no
+// full check; for any other object, any write counts: its resourceVersion.
+func VersionOf(obj metav1.Object) Version {
+	v := Version{UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+	if g := obj.GetGeneration(); g > 0 {
+		h := fnv.New64a()
+		for _, m := range []map[string]string{obj.GetLabels(), obj.GetAnnotations()} {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				h.Write([]byte(k))
+				h.Write([]byte{0})
+				h.Write([]byte(m[k]))
+				h.Write([]byte{0})
+			}
+			h.Write([]byte{1})
+		}
+		v.ResourceVersion = "g" + strconv.FormatInt(g, 10) + "/" + strconv.FormatUint(h.Sum64(), 36)
+	}
+	return v
 }
 
 // Versions are the live Versions of a module's objects, by inventory entry.
@@ -128,7 +155,7 @@ func ReadVersions(ctx context.Context, list Lister, inventory []v1beta2.Resource
 			item := &items[i]
 			k := s.gvk.Group + "/" + s.gvk.Kind + "/" + item.Namespace + "/" + item.Name
 			if wanted[k] && owner.Owns(item.Labels) {
-				versions[k] = Version{UID: item.UID, ResourceVersion: item.ResourceVersion}
+				versions[k] = VersionOf(item)
 			}
 		}
 	}
@@ -201,7 +228,7 @@ func (o *Observed) record(into *Versions, obj client.Object) {
 	if *into == nil {
 		*into = Versions{}
 	}
-	(*into)[gvk.Group+"/"+gvk.Kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = Version{UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()}
+	(*into)[gvk.Group+"/"+gvk.Kind+"/"+obj.GetNamespace()+"/"+obj.GetName()] = VersionOf(obj)
 }
 
 // Verified are the Versions at which the apply verified the inventory's

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -86,4 +88,59 @@ func TestObservedVersionsMatchACheapReadUntilSomeoneWrites(t *testing.T) {
 	now, err = apply.ReadVersions(ctx, apply.ModuleLister(runtimeClient, m.owner), inventory, m.owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now).To(HaveLen(1), "an object without our labels is not read as the module's")
+}
+
+// TestAWorkloadsStatusIsNotDrift applies a Deployment through an Observed
+// client: a write to its status alone (a rollout, which a module's manager
+// goes through on its way to Ready) leaves its Version as verified, so the
+// cheap check needs no full one; a change to its spec, labels or
+// annotations, by anyone, is drift.
+func TestAWorkloadsStatusIsNotDrift(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := newModule(t)
+	deployment := `{apiVersion: apps/v1, kind: Deployment, metadata: {name: manager, namespace: "%[1]s"}, spec: {replicas: 1, selector: {matchLabels: {app: m}}, template: {metadata: {labels: {app: m}}, spec: {containers: [{name: m, image: "m:1"}]}}}}`
+	observed := &apply.Observed{}
+	result, err := apply.NewApplier(observed.Client(runtimeClient), runtimeClient.RESTMapper()).
+		ApplyModule(ctx, m.content(t, deployment), m.owner, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	verified := observed.Verified(result.Inventory)
+	drifted := func() bool {
+		live, err := apply.ReadVersions(ctx, apply.ModuleLister(runtimeClient, m.owner), result.Inventory, m.owner)
+		g.Expect(err).NotTo(HaveOccurred())
+		return !verified.Covers(result.Inventory, live)
+	}
+	g.Expect(drifted()).To(BeFalse(), "right after the apply")
+
+	live := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: m.namespace, Name: "manager"}
+	g.Expect(runtimeClient.Get(ctx, key, live)).To(Succeed())
+	rv := live.ResourceVersion
+	live.Status = appsv1.DeploymentStatus{ObservedGeneration: live.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1}
+	g.Expect(runtimeClient.Status().Update(ctx, live)).To(Succeed())
+	g.Expect(live.ResourceVersion).NotTo(Equal(rv), "the status write is a write")
+	g.Expect(drifted()).To(BeFalse(), "a status write is not drift")
+
+	for _, c := range []struct {
+		name   string
+		change func(d *appsv1.Deployment)
+	}{
+		{"label", func(d *appsv1.Deployment) { d.Labels["someone"] = "else" }},
+		// Last: these bump a Deployment's generation, for good.
+		{"annotation", func(d *appsv1.Deployment) { d.Annotations = map[string]string{"someone": "else"} }},
+		{"spec", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) }},
+	} {
+		name, change := c.name, c.change
+		g.Expect(runtimeClient.Get(ctx, key, live)).To(Succeed())
+		before := live.DeepCopy()
+		change(live)
+		g.Expect(runtimeClient.Update(ctx, live)).To(Succeed())
+		g.Expect(drifted()).To(BeTrue(), "a change to its %s is drift", name)
+		// Put back as it was verified, its Version is the same again.
+		if name == "label" {
+			before.ResourceVersion = live.ResourceVersion
+			g.Expect(runtimeClient.Update(ctx, before)).To(Succeed())
+			g.Expect(drifted()).To(BeFalse(), "its %s as verified again", name)
+		}
+	}
 }

@@ -153,8 +153,9 @@ func (l *Listings) Forget(kyma string) {
 }
 
 // compact keeps of each object what ReadVersions reads: its name, uid,
-// resourceVersion and ownership labels, not its managed fields and
-// annotations.
+// ownership labels and, in place of its resourceVersion, its
+// apply.VersionOf (which for some objects digests the labels and
+// annotations it does not keep), not its managed fields and annotations.
 func compact(items []metav1.PartialObjectMetadata) []metav1.PartialObjectMetadata {
 	out := make([]metav1.PartialObjectMetadata, len(items))
 	for i := range items {
@@ -166,7 +167,7 @@ func compact(items []metav1.PartialObjectMetadata) []metav1.PartialObjectMetadat
 			}
 		}
 		out[i].ObjectMeta = metav1.ObjectMeta{
-			Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion, Labels: labels,
+			Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: apply.VersionOf(in).ResourceVersion, Labels: labels,
 		}
 	}
 	return out

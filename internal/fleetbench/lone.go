@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type LoneOptions struct {
 	MaxWorkersPerRuntime int
 	ProgressInterval     time.Duration
 	RequeueProcessing    time.Duration
+	// RuntimeQPS and RuntimeBurst are the operator's --runtime-qps and
+	// --runtime-burst; zero or less keeps its default.
+	RuntimeQPS   float32
+	RuntimeBurst int
 	// Progress receives a line per measurement; nil discards them.
 	Progress io.Writer
 }
@@ -206,6 +211,7 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 		return loneSample{}, err
 	}
 	states := (&kymaStates{changed: make(chan struct{})}).follow(ctx, l.client, ns, name)
+	manifestsReady := followManifests(ctx, l.client, ns)
 	stand := &loneStandIn{l: l, namespace: syncNamespace, modules: modules, hold: l.opts.MaxHold}
 	standDone := stand.start(ctx)
 
@@ -230,6 +236,12 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 	if err != nil {
 		return loneSample{}, fmt.Errorf("waiting for the Kyma to be Ready: %w (stand-in: %s)", err, stand.describe())
 	}
+	// The clock times let the operator's log be read against the figures.
+	lastManifest := manifestsReady.last()
+	fmt.Fprintf(l.opts.Progress, "repetition %d: module CR Ready → its Manifest Ready: %s\n", rep+1, stand.delays(manifestsReady, name))
+	fmt.Fprintf(l.opts.Progress, "repetition %d: operator started %s, last CR Ready %s, last Manifest Ready %s (%.3fs later), Kyma Ready %s (%.3fs later)\n", rep+1,
+		started.UTC().Format(clockFormat), lastReady.UTC().Format(clockFormat), lastManifest.UTC().Format(clockFormat), lastManifest.Sub(lastReady).Seconds(),
+		readyAt.UTC().Format(clockFormat), readyAt.Sub(lastManifest).Seconds())
 	sample := loneSample{
 		ready: readyAt.Sub(started), applied: stand.lastApplied().Sub(started), reaction: readyAt.Sub(lastReady),
 	}
@@ -273,6 +285,12 @@ func (l *lone) startOperator(ctx context.Context, ns string) (<-chan error, erro
 	}
 	if l.opts.ProgressInterval >= 0 {
 		opts.KymaProgressInterval = l.opts.ProgressInterval
+	}
+	if l.opts.RuntimeQPS > 0 {
+		opts.RuntimeQPS = l.opts.RuntimeQPS
+	}
+	if l.opts.RuntimeBurst > 0 {
+		opts.RuntimeBurst = l.opts.RuntimeBurst
 	}
 	if l.opts.RequeueProcessing >= 0 {
 		opts.Intervals.Processing = l.opts.RequeueProcessing
@@ -451,4 +469,62 @@ func (s *loneStandIn) describe() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fmt.Sprintf("%d of %d managers, %d CRs seen, %d Ready, errors %v", len(s.managers), len(s.modules), len(s.crs), len(s.ready), s.errs)
+}
+
+// manifestsReady is when each Manifest of a namespace was first seen Ready.
+type manifestsReady struct {
+	mu    sync.Mutex
+	ready map[string]time.Time
+}
+
+// followManifests watches the Manifests of ns until ctx ends.
+func followManifests(ctx context.Context, c client.WithWatch, ns string) *manifestsReady {
+	m := &manifestsReady{ready: map[string]time.Time{}}
+	go func() {
+		for ctx.Err() == nil {
+			w, err := c.Watch(ctx, &v1beta2.ManifestList{}, client.InNamespace(ns))
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				if man, ok := ev.Object.(*v1beta2.Manifest); ok && man.Status.State == v1beta2.StateReady {
+					m.mu.Lock()
+					if _, seen := m.ready[man.Name]; !seen {
+						m.ready[man.Name] = time.Now()
+					}
+					m.mu.Unlock()
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return m
+}
+
+// last is when the last Manifest was first seen Ready.
+func (m *manifestsReady) last() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var last time.Time
+	for _, t := range m.ready {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// delays says, per module, how long after its CR became Ready its Manifest
+// was seen Ready.
+func (s *loneStandIn) delays(m *manifestsReady, kyma string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var parts []string
+	for _, mod := range s.modules {
+		parts = append(parts, fmt.Sprintf("%s %.3fs", mod.name, m.ready[kyma+"-"+mod.name].Sub(s.ready[mod.name]).Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }

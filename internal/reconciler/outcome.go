@@ -117,8 +117,12 @@ func Done() Outcome { return Outcome{Kind: KindDone} }
 func Conflict(err error) Outcome { return Outcome{Kind: KindConflict, Err: err} }
 
 // conflictRequeue is how soon an object that changed under a reconcile is
-// looked at again: the change itself normally requeues it first.
-const conflictRequeue = time.Second
+// looked at again. A change by someone else normally requeues it first; the
+// usual conflict is with the reconcile's own previous status write, which
+// the cache had not yet seen (a module woken the moment its objects change
+// in the runtime is reconciled again within milliseconds) and which starts
+// no reconcile: the cache has it a few milliseconds later.
+const conflictRequeue = 200 * time.Millisecond
 
 // Result is what controller-runtime needs to hear about o: a Retry returns
 // its error (backoff) unless it names its own After (RetryAfter), a Stalled

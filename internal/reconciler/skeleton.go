@@ -70,6 +70,11 @@ type Phases[T client.Object] struct {
 // an optimistic lock, so that an object that changed meanwhile is
 // reconciled again instead of overwritten.
 func Run[T client.Object](ctx context.Context, c client.Client, obj T, p Phases[T]) (ctrl.Result, error) {
+	if written.newer(obj.GetUID(), obj.GetResourceVersion()) {
+		// A copy from before this process's own last status write: the
+		// cache has it a moment later.
+		return ctrl.Result{RequeueAfter: staleRequeue}, nil
+	}
 	if p.Gate != nil {
 		release, wait := p.Gate(ctx, obj)
 		if wait > 0 {
@@ -206,6 +211,9 @@ func (p Phases[T]) patchStatus(ctx context.Context, c client.Client, base, obj T
 	if apierrors.IsConflict(err) {
 		return p.patchStatusAgain(ctx, c, base, obj)
 	}
+	if err == nil {
+		written.add(obj.GetUID(), obj.GetResourceVersion())
+	}
 	return patched(err, Retry("StatusPatchFailed", "Writing the status failed", err))
 }
 
@@ -235,6 +243,9 @@ func (p Phases[T]) patchStatusAgain(ctx context.Context, c client.Client, base, 
 		return Conflict(err)
 	}
 	err := c.Status().Patch(ctx, fresh, client.MergeFromWithOptions(freshBase, client.MergeFromWithOptimisticLock{}))
+	if err == nil {
+		written.add(fresh.GetUID(), fresh.GetResourceVersion())
+	}
 	return patched(err, Retry("StatusPatchFailed", "Writing the status failed", err))
 }
 
