@@ -85,7 +85,11 @@ func (f *Fetcher) Fetch(ctx context.Context, rawLink string) ([]byte, error) {
 	if data, ok := f.cached(ctx, l.digest); ok {
 		return bytes.Clone(data), nil
 	}
-	flight := f.flights.DoChan(l.digest, func() (any, error) {
+	// One download per link at a time. Links of other sources that pin the
+	// same digest share its content through the cache once it is verified,
+	// never a download in flight: its failure (too large, unreachable) is
+	// that source's, and a module reading from another must be told its own.
+	flight := f.flights.DoChan("pinned "+l.raw, func() (any, error) {
 		return f.downloadPinned(ctx, l)
 	})
 	v, err := f.wait(ctx, l, flight)

@@ -404,3 +404,44 @@ func TestNewFailsOnUnusableDiskCache(t *testing.T) {
 	_, err := fetch.New(fetch.WithDiskCache(file))
 	g.Expect(err).To(MatchError(ContainSubstring("content cache directory")))
 }
+
+// TestTwoSourcesOfOneDigestFailApart fetches, at the same moment, two links
+// of different sources that pin the same digest: one source fails, the
+// other serves the content. Each caller is told its own source's result: a
+// download in flight is shared by one link only, so one module is never
+// handed another's failure (nor its error message, naming the other URL).
+func TestTwoSourcesOfOneDigestFailApart(t *testing.T) {
+	g := NewWithT(t)
+	content := []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	both := make(chan struct{})
+	go func() { arrived.Wait(); close(both) }()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		select { // both downloads are in flight together, or the test says so below
+		case <-both:
+		case <-time.After(10 * time.Second):
+		}
+		if r.URL.Path == "/broken" {
+			http.Error(w, "gone", http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write(content)
+	}))
+	t.Cleanup(server.Close)
+	f, err := fetch.New(allow(server))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	pin := "#sha256=" + pinOf(content)
+	var good, bad error
+	var got []byte
+	var done sync.WaitGroup
+	done.Go(func() { got, good = f.Fetch(context.Background(), server.URL+"/good"+pin) })
+	done.Go(func() { _, bad = f.Fetch(context.Background(), server.URL+"/broken"+pin) })
+	done.Wait()
+	g.Expect(both).To(BeClosed(), "the second source was never asked: its caller shared the first's download")
+	g.Expect(good).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(content))
+	g.Expect(bad).To(MatchError(ContainSubstring("/broken")))
+}
