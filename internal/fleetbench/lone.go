@@ -222,7 +222,13 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 	if err != nil {
 		return loneSample{}, err
 	}
-	defer func() { stopOperator(); <-operatorDone }()
+	defer func() {
+		stopOperator()
+		// The measurement is over; how the operator stopped does not change it.
+		if err := <-operatorDone; err != nil {
+			fmt.Fprintln(l.opts.Progress, "lone: stopping the operator:", err)
+		}
+	}()
 
 	var lastReady time.Time
 	err = poll(ctx, 5*time.Millisecond, func() (bool, error) {

@@ -3,7 +3,6 @@ package remote
 import (
 	"crypto/tls"
 	"fmt"
-	"k8s.io/client-go/metadata"
 	"net/http"
 	"reflect"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
