@@ -160,13 +160,22 @@ type Reporting interface {
 // Manifests, Secrets and the catalog are watched in the control plane. The
 // periodic look stays, rarer, for what nobody reports (the runtime's copies
 // of our CRDs and of the catalog, reports lost while the listener was away).
+//
+// The look falls on the moments of the periodic checks of the Kyma's
+// Manifests (requeue.Aligned, grouped by the Kyma's name, as the Manifest
+// controller's readyAfter): the runtime connection it opens serves the
+// checks that follow within seconds, where a look at a moment of its own
+// would open a second one (and pay a second TLS handshake) each interval,
+// the connection being closed for idleness in between.
 func (r *Reconciler) readyAfter(ctx context.Context, kyma *v1beta2.Kyma, o reconciler.Outcome) reconciler.Outcome {
-	if o.Kind != reconciler.KindReady || r.Reporting == nil || r.ReportedReadyFactor <= 1 {
+	if o.Kind != reconciler.KindReady || r.Intervals.Ready <= 0 {
 		return o
 	}
-	if r.Reporting.ReportsKyma(ctx, kyma.Name) {
-		o.After *= time.Duration(r.ReportedReadyFactor)
+	interval := r.Intervals.Ready
+	if r.Reporting != nil && r.ReportedReadyFactor > 1 && r.Reporting.ReportsKyma(ctx, kyma.Name) {
+		interval *= time.Duration(r.ReportedReadyFactor)
 	}
+	o.After = requeue.Aligned(interval, kyma.Name, r.now())
 	return o
 }
 
