@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -208,26 +209,21 @@ func writeJSON(path string, report any) error {
 func runReaction(ctx context.Context, opts fleetbench.ReactionOptions, out string) int {
 	opts.Progress = os.Stderr
 	report, err := fleetbench.RunReaction(ctx, opts)
-	if report != nil {
-		report.Print(os.Stdout)
-		if werr := writeJSON(out, report); werr != nil {
-			fmt.Fprintln(os.Stderr, "fleet-bench:", werr)
-			return 1
-		}
-		fmt.Printf("\nJSON report: %s\n", out)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
-		return 1
-	}
-	return 0
+	return printReport(report, report != nil, err, out)
 }
 
 // runLone runs the lone-runtime benchmark and prints its figures.
 func runLone(ctx context.Context, opts fleetbench.LoneOptions, out string) int {
 	opts.Progress = os.Stderr
 	report, err := fleetbench.RunLone(ctx, opts)
-	if report != nil {
+	return printReport(report, report != nil, err, out)
+}
+
+// printReport prints a single-runtime benchmark's report, as far as it got
+// (got says there is one), writes it as JSON to out, and returns the exit
+// code.
+func printReport(report interface{ Print(io.Writer) }, got bool, err error, out string) int {
+	if got {
 		report.Print(os.Stdout)
 		if werr := writeJSON(out, report); werr != nil {
 			fmt.Fprintln(os.Stderr, "fleet-bench:", werr)

@@ -217,10 +217,7 @@ func TestObjectsNotOursAreLeftToThePoll(t *testing.T) {
 func TestDeletionWakesAndIdleInformersStop(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
-	now := time.Now()
-	f.awaits.mu.Lock()
-	f.awaits.now = func() time.Time { return now }
-	f.awaits.mu.Unlock()
+	advance := f.stopClock()
 	cm := f.configMap("manager", f.kyma)
 	kept := f.configMap("kept", f.kyma)
 	gone := types.NamespacedName{Namespace: "kcp", Name: "gone"}
@@ -243,9 +240,7 @@ func TestDeletionWakesAndIdleInformersStop(t *testing.T) {
 
 	f.awaits.sweep()
 	g.Expect(f.awaits.Watching()).To(Equal(1), "an informer is kept for linger after its last wait")
-	f.awaits.mu.Lock()
-	now = now.Add(linger)
-	f.awaits.mu.Unlock()
+	advance(linger)
 	f.awaits.sweep()
 	g.Expect(f.awaits.Watching()).To(BeZero(), "an idle informer was not stopped")
 }
@@ -255,25 +250,31 @@ func TestDeletionWakesAndIdleInformersStop(t *testing.T) {
 func TestExpiredWaitsAreForgotten(t *testing.T) {
 	g := NewWithT(t)
 	f := newFixture(t)
-	now := time.Now()
-	f.awaits.mu.Lock()
-	f.awaits.now = func() time.Time { return now }
-	f.awaits.mu.Unlock()
+	advance := f.stopClock()
 	m := types.NamespacedName{Namespace: "kcp", Name: "m"}
 	g.Expect(f.awaits.Await(f.cluster, f.kyma, m, pendingOf(f.configMap("manager", f.kyma)))).To(BeTrue())
-	f.awaits.mu.Lock()
-	now = now.Add(waitTTL + time.Second)
-	f.awaits.mu.Unlock()
+	advance(waitTTL + time.Second)
 	f.awaits.sweep()
 	f.awaits.mu.Lock()
 	_, waiting := f.awaits.manifest[m]
 	f.awaits.mu.Unlock()
 	g.Expect(waiting).To(BeFalse())
-	f.awaits.mu.Lock()
-	now = now.Add(linger)
-	f.awaits.mu.Unlock()
+	advance(linger)
 	f.awaits.sweep()
 	g.Expect(f.awaits.Watching()).To(BeZero())
+}
+
+// stopClock gives the awaits a clock that only advance moves.
+func (f *fixture) stopClock() (advance func(time.Duration)) {
+	now := time.Now()
+	f.awaits.mu.Lock()
+	defer f.awaits.mu.Unlock()
+	f.awaits.now = func() time.Time { return now } // read with awaits.mu held
+	return func(d time.Duration) {
+		f.awaits.mu.Lock()
+		defer f.awaits.mu.Unlock()
+		now = now.Add(d)
+	}
 }
 
 // stored is the resourceVersion the informer watching cm's kind and

@@ -22,8 +22,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 )
 
 // LoneOptions configure the lone-runtime benchmark (issue 33): one runtime
@@ -99,13 +97,9 @@ func (r *LoneReport) Print(w io.Writer) {
 
 // lone is one lone-runtime run's state.
 type lone struct {
-	opts     LoneOptions
-	kcp      *testcluster.ControlPlane
-	runtime  *testcluster.ControlPlane
-	registry *testregistry.Registry
-	client   client.WithWatch
-	rtClient client.Client
-	dynamic  dynamic.Interface
+	oneRuntime
+	opts    LoneOptions
+	dynamic dynamic.Interface
 }
 
 // loneSample is one repetition's measurements.
@@ -149,40 +143,12 @@ func RunLone(ctx context.Context, opts LoneOptions) (*LoneReport, error) {
 }
 
 func (l *lone) setup(ctx context.Context) error {
-	var errKCP, errRT error
-	var wg sync.WaitGroup
-	wg.Go(func() { l.kcp, errKCP = testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{}) })
-	wg.Go(func() { l.runtime, errRT = testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{}) })
-	wg.Wait()
-	if err := errors.Join(errKCP, errRT); err != nil {
-		return fmt.Errorf("starting API servers: %w", err)
-	}
-	scheme, err := operator.NewScheme()
-	if err != nil {
+	if err := l.start(ctx); err != nil {
 		return err
 	}
-	if l.client, err = client.NewWithWatch(l.kcp.Config(), client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	if l.rtClient, err = client.New(l.runtime.Config(), client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	if l.dynamic, err = dynamic.NewForConfig(l.runtime.Config()); err != nil {
-		return err
-	}
-	l.registry = testregistry.Start()
-	return nil
-}
-
-func (l *lone) close() {
-	if l.registry != nil {
-		l.registry.Close()
-	}
-	for _, c := range []*testcluster.ControlPlane{l.runtime, l.kcp} {
-		if c != nil {
-			_ = c.Stop()
-		}
-	}
+	var err error
+	l.dynamic, err = dynamic.NewForConfig(l.runtime.Config())
+	return err
 }
 
 // repetition registers a Kyma with every module, starts an operator of

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +20,6 @@ import (
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
 	"github.com/runtime-fleet/lifecycle-manager/internal/operator"
 	"github.com/runtime-fleet/lifecycle-manager/internal/remote"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testcluster"
-	"github.com/runtime-fleet/lifecycle-manager/internal/testregistry"
 	"github.com/runtime-fleet/lifecycle-manager/internal/watcher/agent"
 )
 
@@ -99,13 +96,9 @@ const reactionKyma = "reaction"
 
 // reaction is one reaction run's state.
 type reaction struct {
-	opts     ReactionOptions
-	modules  []string
-	kcp      *testcluster.ControlPlane
-	runtime  *testcluster.ControlPlane
-	registry *testregistry.Registry
-	client   client.WithWatch
-	rtClient client.Client
+	oneRuntime
+	opts    ReactionOptions
+	modules []string
 }
 
 // RunReaction runs the reaction benchmark: a control plane, one runtime API
@@ -148,23 +141,8 @@ func RunReaction(ctx context.Context, opts ReactionOptions) (*ReactionReport, er
 
 func (r *reaction) setup(ctx context.Context) error {
 	start := time.Now()
-	var errKCP, errRT error
-	var wg sync.WaitGroup
-	wg.Go(func() { r.kcp, errKCP = testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{}) })
-	wg.Go(func() { r.runtime, errRT = testcluster.StartControlPlane(ctx, testcluster.ControlPlaneOptions{}) })
-	wg.Wait()
-	if err := errors.Join(errKCP, errRT); err != nil {
-		return fmt.Errorf("starting API servers: %w", err)
-	}
-	scheme, err := operator.NewScheme()
-	if err != nil {
+	if err := r.start(ctx); err != nil {
 		return err
-	}
-	if r.client, err = client.NewWithWatch(r.kcp.Config(), client.Options{Scheme: scheme}); err != nil {
-		return fmt.Errorf("creating the control-plane client: %w", err)
-	}
-	if r.rtClient, err = client.New(r.runtime.Config(), client.Options{Scheme: scheme}); err != nil {
-		return fmt.Errorf("creating the runtime client: %w", err)
 	}
 	namespaces := []string{namespace}
 	for i := range r.opts.Starts {
@@ -175,23 +153,11 @@ func (r *reaction) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	r.registry = testregistry.Start()
 	if err := publishReactionModules(ctx, r.client, r.registry.Host(), r.modules, namespaces); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.opts.Progress, "setup: control plane, runtime, registry and %d modules ready in %.1fs\n", len(r.modules), time.Since(start).Seconds())
 	return nil
-}
-
-func (r *reaction) close() {
-	if r.registry != nil {
-		r.registry.Close()
-	}
-	for _, c := range []*testcluster.ControlPlane{r.runtime, r.kcp} {
-		if c != nil {
-			_ = c.Stop()
-		}
-	}
 }
 
 // measureReactions starts the operator and the runtime's agent, registers
