@@ -61,8 +61,13 @@ type LoneReport struct {
 	// Objects are the objects the modules ship, default CRs included;
 	// Synced are those their Manifests list as applied when the Kyma is
 	// Ready (default CRs not included).
-	Objects     int `json:"objects"`
-	Synced      int `json:"synced"`
+	Objects int `json:"objects"`
+	Synced  int `json:"synced"`
+	// InRuntime are the modules' objects found in the runtime when the
+	// Kyma is Ready, and Left those still there and not being deleted when
+	// it is gone: the fewest and the most of any repetition.
+	InRuntime   int `json:"inRuntime"`
+	Left        int `json:"leftAfterDelete"`
 	Repetitions int `json:"repetitions"`
 	// Ready is operator start → the Kyma shows Ready.
 	Ready Durations `json:"ready"`
@@ -75,11 +80,16 @@ type LoneReport struct {
 	// Delete is the Kyma's deletion → the Kyma is gone, its modules
 	// removed from the runtime.
 	Delete Durations `json:"delete"`
+	// CRAfterManager is, per module, its manager Deployment created → its
+	// default CR created: the default CR is the module's last object, so
+	// this is what its install spends after its content is applied.
+	CRAfterManager Durations `json:"crAfterManager"`
 }
 
 // Print writes the figures.
 func (r *LoneReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "one runtime, %d modules (%d objects), %d repetitions\n", r.Modules, r.Objects, r.Repetitions)
+	fmt.Fprintf(w, "objects in the runtime when the Kyma is Ready: %d; left, not being deleted, when it is gone: %d\n", r.InRuntime, r.Left)
 	for _, l := range []struct {
 		name string
 		d    Durations
@@ -88,6 +98,7 @@ func (r *LoneReport) Print(w io.Writer) {
 		{"operator start → last default CR applied", r.Applied},
 		{"last module CR Ready → Kyma Ready", r.Reaction},
 		{"Kyma deleted → gone", r.Delete},
+		{"a module's manager created → its default CR", r.CRAfterManager},
 	} {
 		if len(l.d.Samples) > 0 {
 			fmt.Fprintf(w, "%-44s n=%-3d p50 %6.3fs  min %6.3fs  max %6.3fs\n", l.name, len(l.d.Samples), l.d.P50, l.d.Min, l.d.Max)
@@ -105,7 +116,8 @@ type lone struct {
 // loneSample is one repetition's measurements.
 type loneSample struct {
 	ready, applied, reaction, deleted time.Duration
-	objects, synced                   int
+	objects, synced, inRuntime, left  int
+	crAfterManager                    []float64
 }
 
 // RunLone runs the lone-runtime benchmark: a control plane and one runtime
@@ -125,20 +137,27 @@ func RunLone(ctx context.Context, opts LoneOptions) (*LoneReport, error) {
 		return nil, err
 	}
 	report := &LoneReport{Modules: opts.Modules, Repetitions: opts.Repetitions}
-	var ready, applied, reaction, deleted []float64
+	var ready, applied, reaction, deleted, crAfterManager []float64
+	report.InRuntime = -1
 	for rep := range opts.Repetitions {
 		s, err := l.repetition(ctx, rep)
 		if err != nil {
 			return report, fmt.Errorf("repetition %d: %w", rep+1, err)
 		}
 		report.Objects, report.Synced = s.objects, s.synced
+		if report.InRuntime < 0 || s.inRuntime < report.InRuntime {
+			report.InRuntime = s.inRuntime
+		}
+		report.Left = max(report.Left, s.left)
 		ready, applied = append(ready, s.ready.Seconds()), append(applied, s.applied.Seconds())
 		reaction, deleted = append(reaction, s.reaction.Seconds()), append(deleted, s.deleted.Seconds())
+		crAfterManager = append(crAfterManager, s.crAfterManager...)
 		fmt.Fprintf(opts.Progress, "repetition %d/%d: Ready %.3fs after the operator's start (applied %.3fs), %.3fs after the last CR; deleted in %.3fs\n",
 			rep+1, opts.Repetitions, s.ready.Seconds(), s.applied.Seconds(), s.reaction.Seconds(), s.deleted.Seconds())
 	}
 	report.Ready, report.Applied = summarize(ready), summarize(applied)
 	report.Reaction, report.Delete = summarize(reaction), summarize(deleted)
+	report.CRAfterManager = summarize(crAfterManager)
 	return report, nil
 }
 
@@ -210,12 +229,14 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 	}
 	// The clock times let the operator's log be read against the figures.
 	lastManifest := manifestsReady.last()
+	fmt.Fprintf(l.opts.Progress, "repetition %d: each module %s\n", rep+1, stand.stepsTimeline(started))
 	fmt.Fprintf(l.opts.Progress, "repetition %d: module CR Ready → its Manifest Ready: %s\n", rep+1, stand.delays(manifestsReady, name))
 	fmt.Fprintf(l.opts.Progress, "repetition %d: operator started %s, last CR Ready %s, last Manifest Ready %s (%.3fs later), Kyma Ready %s (%.3fs later)\n", rep+1,
 		started.UTC().Format(clockFormat), lastReady.UTC().Format(clockFormat), lastManifest.UTC().Format(clockFormat), lastManifest.Sub(lastReady).Seconds(),
 		readyAt.UTC().Format(clockFormat), readyAt.Sub(lastManifest).Seconds())
 	sample := loneSample{
 		ready: readyAt.Sub(started), applied: stand.lastApplied().Sub(started), reaction: readyAt.Sub(lastReady),
+		crAfterManager: stand.crAfterManager(),
 	}
 	for _, m := range modules {
 		sample.objects += m.objects()
@@ -227,6 +248,11 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 	for _, m := range manifests.Items {
 		sample.synced += len(m.Status.Synced)
 	}
+	present, err := presentObjects(ctx, l.dynamic, syncNamespace, modules)
+	if err != nil {
+		return sample, err
+	}
+	sample.inRuntime = len(present)
 	deleteStart := time.Now()
 	if err := l.client.Delete(ctx, &v1beta2.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
 		return sample, err
@@ -238,6 +264,12 @@ func (l *lone) repetition(ctx context.Context, rep int) (loneSample, error) {
 		return sample, fmt.Errorf("waiting for the Kyma to be gone: %w", err)
 	}
 	sample.deleted = time.Since(deleteStart)
+	if present, err = presentObjects(ctx, l.dynamic, syncNamespace, modules); err != nil {
+		return sample, err
+	}
+	if sample.left = len(present); sample.left > 0 {
+		fmt.Fprintf(l.opts.Progress, "repetition %d: left in the runtime, not being deleted, when the Kyma is gone: %v\n", rep+1, present)
+	}
 	cancel()
 	<-standDone
 	return sample, nil
@@ -289,6 +321,7 @@ type loneStandIn struct {
 
 	mu       sync.Mutex
 	managers map[string]bool
+	steps    loneSteps
 	crs      map[string]time.Time // when the CR was seen first
 	ready    map[string]time.Time // when its Ready status was stored
 	begun    map[string]bool
@@ -298,7 +331,9 @@ type loneStandIn struct {
 // start runs the stand-in until ctx ends; the channel closes when it has.
 func (s *loneStandIn) start(ctx context.Context) <-chan struct{} {
 	s.managers, s.crs, s.ready, s.begun = map[string]bool{}, map[string]time.Time{}, map[string]time.Time{}, map[string]bool{}
+	s.steps = loneSteps{crd: map[string]time.Time{}, established: map[string]time.Time{}, manager: map[string]time.Time{}}
 	var wg sync.WaitGroup
+	wg.Go(func() { s.watchCRDs(ctx) })
 	wg.Go(func() {
 		s.watch(ctx, func(ctx context.Context) (watch.Interface, error) {
 			return s.l.dynamic.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace(s.namespace).Watch(ctx, metav1.ListOptions{})
@@ -354,6 +389,9 @@ func (s *loneStandIn) seen(ctx context.Context, m loneModule, manager bool) {
 	defer s.mu.Unlock()
 	if manager {
 		s.managers[m.name] = true
+		if _, ok := s.steps.manager[m.name]; !ok {
+			s.steps.manager[m.name] = time.Now()
+		}
 	} else if _, ok := s.crs[m.name]; !ok {
 		s.crs[m.name] = time.Now()
 	}
