@@ -36,6 +36,10 @@ type ModuleResult struct {
 	// UsedAsIs names the Namespaces the module ships that exist and are not
 	// its own: used, neither written nor deleted.
 	UsedAsIs []string
+	// NewKinds are the kinds whose CRDs this apply created; they are
+	// Established when it returns. The API server holds the first create
+	// of an object of such a kind (see remote.Cluster.CreateHeld).
+	NewKinds []schema.GroupKind
 }
 
 // ApplyModule applies a module's content, guarded by ownership: it plans
@@ -69,6 +73,9 @@ func (a *Applier) ApplyPlan(ctx context.Context, plan *Plan) (ModuleResult, erro
 			staged = append(staged, obj)
 		case ClaimCreate:
 			toApply = append(toApply, obj)
+			if kind, ok := definedKind(obj); ok {
+				result.NewKinds = append(result.NewKinds, kind)
+			}
 			if createdDirectly(obj) {
 				fresh = append(fresh, obj)
 			} else {
@@ -109,6 +116,16 @@ func (a *Applier) ApplyPlan(ctx context.Context, plan *Plan) (ModuleResult, erro
 	result.Changed += len(fresh)
 	result.Inventory = InventoryOf(toApply)
 	return result, nil
+}
+
+// definedKind is the kind a CRD defines; ok is false for any other object.
+func definedKind(obj *unstructured.Unstructured) (schema.GroupKind, bool) {
+	if !ssautils.IsCRD(obj) {
+		return schema.GroupKind{}, false
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}, kind != ""
 }
 
 // createdDirectly tells whether an object that the ownership lookup found

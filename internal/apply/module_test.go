@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -60,6 +61,8 @@ func TestApplyModuleCreatesOwnedObjectsInStages(t *testing.T) {
 	g.Expect(first.Changed).To(Equal(4))
 	g.Expect(first.Adopted).To(BeEmpty())
 	g.Expect(first.UsedAsIs).To(BeEmpty())
+	g.Expect(first.NewKinds).To(Equal([]schema.GroupKind{{Group: m.group, Kind: "Widget"}}),
+		"the apply created the Widget CRD: its kind is new to the runtime")
 	g.Expect(first.Inventory).To(Equal([]v1beta2.Resource{
 		resource(m.group, "Widget", own, "w"),
 		resource("", "ConfigMap", own, "settings"),
@@ -82,6 +85,7 @@ func TestApplyModuleCreatesOwnedObjectsInStages(t *testing.T) {
 	again, err := applier().ApplyModule(ctx, m.content(t, docs...), m.owner, first.Inventory)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.Changed).To(BeZero(), "nothing drifted, nothing is written")
+	g.Expect(again.NewKinds).To(BeEmpty(), "the Widget CRD existed: no kind is new")
 	g.Expect(again.Inventory).To(Equal(first.Inventory))
 	for _, r := range first.Inventory {
 		g.Expect(versionOf(r)).To(Equal(versions[r.Kind]), "%s %s is not written again", r.Kind, r.Name)

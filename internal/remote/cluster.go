@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -118,6 +120,9 @@ type known struct {
 	mappings FoundMappings
 	// credentials are what the Secret gave at one resourceVersion.
 	credentials *credentials
+	// established are the kinds whose CRDs were seen Established less
+	// than NewKindHold ago (newkinds.go).
+	established map[schema.GroupKind]time.Time
 }
 
 // credentials are the kubeconfig of one version of a runtime's Secret, as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -502,4 +503,44 @@ func TestContractDefaultCRTakenOverByOwner(t *testing.T) {
 	m.deleteSample(t, k, "first")
 	expectRemoved(t, k, m, time.Now())
 	expectNoError(g, seen())
+}
+
+// newKindRun makes the module of TestContractDefaultCRWaitsForItsNewKind,
+// and so its CRD, new to the runtime each time the test runs (go test
+// -count).
+var newKindRun atomic.Int64
+
+// TestContractDefaultCRWaitsForItsNewKind installs a module whose CRD is
+// new to the runtime. The runtime's API server holds a create of a custom
+// resource for 2 s after its CRD became Established; created at once, the
+// default custom resource would hold the operator's worker and the
+// runtime's slot for that long. So the reconcile that creates the CRD ends
+// without creating it, saying so, and a later one creates it: it exists,
+// labelled as the module's, recorded, and the module is Ready, never Error.
+// Removing the module then leaves nothing.
+func TestContractDefaultCRWaitsForItsNewKind(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	m := newTemplateOperator(fmt.Sprintf("dcr-newkind-%d", newKindRun.Add(1)))
+	m.publishWithDefault(t, "1.0.0", "first")
+	newReleaseMeta(t, m.name, map[string]string{"regular": "1.0.0"})
+	k := newKymaFor(t, m)
+	seen := observeStates(t, k, m.name)
+
+	k.withModules(t, module(m.name))
+	k.eventuallyModuleReady(t, m.name)
+	first, err := m.sample(g, k, "first")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(first.GetLabels()).To(HaveKeyWithValue(v1beta2.ModuleNameLabel, m.name))
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.manifest(g, m.name).Status.DefaultResources).To(ConsistOf(m.defaultResource("first")))
+	}, timeout, interval).Should(Succeed())
+	waiting := fmt.Sprintf("Manifest Processing: Waiting for the runtime's API servers to serve the module's new kind TemplateSample.%s before creating its default custom resource", m.group)
+	states := seen()
+	g.Expect(states).To(ContainElement(waiting), "the reconcile that created the CRD did not create the default custom resource")
+	expectNoError(g, states)
+
+	start := time.Now()
+	k.withModules(t)
+	expectRemoved(t, k, m, start)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -188,7 +189,7 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o
 		return o
 	}
 	if r.unchanged(ctx, cluster, manifest) {
-		return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+		return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest, nil))
 	}
 	if err := remote.EnsureSyncNamespace(ctx, cluster, r.syncNamespace(manifest)); err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
@@ -223,19 +224,24 @@ func (r *Reconciler) install(ctx context.Context, manifest *v1beta2.Manifest) (o
 		return o
 	}
 	observed := &apply.Observed{}
-	if o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, plan); !ok {
+	newKinds, o, ok := r.applyAndPrune(ctx, cluster, observed.Client(writer), grantPending, manifest, plan)
+	if !ok {
 		return o
 	}
 	r.verify(cluster, manifest, observed.Verified(manifest.Status.Synced))
-	return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest))
+	return r.next(ctx, cluster, manifest, r.moduleState(ctx, cluster, manifest, newKinds))
 }
 
 // moduleState makes sure the module's default custom resource exists and
-// tells how ready the module is.
-func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest) reconciler.Outcome {
+// tells how ready the module is. newKinds are the kinds whose CRDs this
+// reconcile created.
+func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, manifest *v1beta2.Manifest, newKinds []schema.GroupKind) reconciler.Outcome {
 	cr, err := defaultCustomResource(manifest, r.syncNamespace(manifest), namespacedFunc(cluster.Mapper))
 	if err != nil {
 		return reconciler.Retry(ReasonApplyFailed, defaultCRUnknownMessage(err), err)
+	}
+	if o, held := r.newKindHeld(cluster, cr, newKinds); held {
+		return o
 	}
 	finalizing, err := r.ensureDefaultCustomResources(ctx, cluster, manifest, cr)
 	if err != nil {
@@ -261,6 +267,35 @@ func (r *Reconciler) moduleState(ctx context.Context, cluster *remote.Cluster, m
 		o.After *= awaitedPollFactor
 	}
 	return o
+}
+
+// newKindHeld tells whether the default custom resource must wait before it
+// is created: its kind's CRD was created by this reconcile, or so recently
+// that the runtime's API server would hold the create (remote.NewKindHold).
+// Created now, it would hold the worker and the runtime's slot for that
+// long inside the request; the requeue holds neither. A reconcile that
+// created the CRD always ends here, so that what it does is the same on a
+// loaded machine as on an idle one.
+func (r *Reconciler) newKindHeld(cluster *remote.Cluster, cr *unstructured.Unstructured, newKinds []schema.GroupKind) (reconciler.Outcome, bool) {
+	if cr == nil {
+		return reconciler.Outcome{}, false
+	}
+	kind := cr.GroupVersionKind().GroupKind()
+	held := cluster.CreateHeld(kind, time.Now())
+	if held <= 0 && !slices.Contains(newKinds, kind) {
+		return reconciler.Outcome{}, false
+	}
+	return reconciler.Progressing(ReasonProcessing, newKindMessage(kind), max(held, minNewKindRequeue)), true
+}
+
+// minNewKindRequeue is the requeue of a reconcile that created the default
+// custom resource's CRD after its hold had passed (a slow reconcile).
+const minNewKindRequeue = 10 * time.Millisecond
+
+// newKindMessage is what a Manifest says while its default custom resource
+// waits for its new kind (newKindHeld).
+func newKindMessage(kind schema.GroupKind) string {
+	return fmt.Sprintf("Waiting for the runtime's API servers to serve the module's new kind %s before creating its default custom resource", kind)
 }
 
 // awaitedPollFactor stretches the Processing interval of a Manifest whose
@@ -327,8 +362,9 @@ func (r *Reconciler) limits(manifest *v1beta2.Manifest) apply.Limits {
 // applyAndPrune applies the planned objects and prunes what the module no
 // longer ships, writing through writer; ok is false when the reconcile must
 // end with o. grantPending, when set, runs once the content's cluster
-// definitions (its Namespaces) are applied.
-func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, writer client.Client, grantPending func(context.Context) error, manifest *v1beta2.Manifest, plan *apply.Plan) (o reconciler.Outcome, ok bool) {
+// definitions (its Namespaces) are applied. newKinds are the kinds whose
+// CRDs the apply created.
+func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster, writer client.Client, grantPending func(context.Context) error, manifest *v1beta2.Manifest, plan *apply.Plan) (newKinds []schema.GroupKind, o reconciler.Outcome, ok bool) {
 	log := ctrl.LoggerFrom(ctx)
 	objects := plan.Objects
 	applier := apply.NewApplier(writer, cluster.Mapper)
@@ -336,12 +372,13 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 	applied, err := applier.ApplyPlan(ctx, plan)
 	if o, ok := accessRefused(manifest, err, r.Intervals); ok {
 		r.refused(cluster, manifest)
-		return o, false
+		return nil, o, false
 	}
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
-		return reconciler.Retry(ReasonApplyFailed, failedMessage("Applying the module's resources to the runtime", err), err), false
+		return nil, reconciler.Retry(ReasonApplyFailed, failedMessage("Applying the module's resources to the runtime", err), err), false
 	}
+	cluster.KindsEstablished(applied.NewKinds, time.Now())
 	if applied.Changed > 0 {
 		log.Info("Applied module resources", "changed", applied.Changed, "total", len(objects))
 		if installed(manifest) {
@@ -362,13 +399,13 @@ func (r *Reconciler) applyAndPrune(ctx context.Context, cluster *remote.Cluster,
 	r.reportRemoval(ctx, manifest, removal)
 	if o, ok := accessRefused(manifest, err, r.Intervals); ok {
 		r.refused(cluster, manifest)
-		return o, false
+		return nil, o, false
 	}
 	if err != nil {
 		r.Runtimes.EvictOnError(kymaName(manifest), err)
-		return reconciler.Retry(ReasonPruneFailed, failedMessage("Removing resources the module no longer ships", err), err), false
+		return nil, reconciler.Retry(ReasonPruneFailed, failedMessage("Removing resources the module no longer ships", err), err), false
 	}
-	return reconciler.Outcome{}, true
+	return applied.NewKinds, reconciler.Outcome{}, true
 }
 
 // ensureCustomResource creates the module's default custom resource when it
