@@ -7,8 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
