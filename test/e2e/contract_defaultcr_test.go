@@ -521,7 +521,8 @@ var newKindRun atomic.Int64
 func TestContractDefaultCRWaitsForItsNewKind(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	m := newTemplateOperator(fmt.Sprintf("dcr-newkind-%d", newKindRun.Add(1)))
+	run := newKindRun.Add(1) // module names are letters only
+	m := newTemplateOperator(fmt.Sprintf("dcr-newkind-%c%c%c", 'a'+run/676%26, 'a'+run/26%26, 'a'+run%26))
 	m.publishWithDefault(t, "1.0.0", "first")
 	newReleaseMeta(t, m.name, map[string]string{"regular": "1.0.0"})
 	k := newKymaFor(t, m)
