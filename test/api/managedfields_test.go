@@ -65,7 +65,7 @@ func TestStatusIsOneManagedField(t *testing.T) {
 		}
 		g.Expect(status).To(HaveLen(1), "%T: one managed-fields entry for the status writer", obj)
 		g.Expect(status[0].Manager).To(Equal(statusWriter))
-		g.Expect(string(status[0].FieldsV1.Raw)).To(Equal(`{"f:status":{}}`), "%T: the status is owned as one field", obj)
+		g.Expect(status[0].FieldsV1.GetRawString()).To(Equal(`{"f:status":{}}`), "%T: the status is owned as one field", obj)
 	}
 	g.Expect(gotKyma.Status.State).To(Equal(v1beta2.StateProcessing))
 	g.Expect(gotKyma.Status.Modules).To(HaveLen(1), "the second patch kept what it did not name")
