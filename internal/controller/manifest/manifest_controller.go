@@ -428,7 +428,7 @@ func (r *Reconciler) ensureCustomResource(ctx context.Context, cluster *remote.C
 	case apply.CustomResourceCreated:
 		// Again only if it existed: an install that waited for its kind
 		// (newKindHeld) is installed before its first one is created.
-		if installed(manifest) && slices.ContainsFunc(manifest.Status.DefaultResources, func(r v1beta2.Resource) bool { return sameObject(r, resourceOf(cr)) }) {
+		if installed(manifest) && isRecorded(manifest, resourceOf(cr)) {
 			r.events.Normal(manifest, "CustomResourceCreated", fmt.Sprintf("Created %s %s again: it was missing", cr.GetKind(), cr.GetName()))
 			r.repaired.Store(manifest.UID, true)
 		}

@@ -349,6 +349,11 @@ func (r *Reconciler) defaultRecordChanged(manifest *v1beta2.Manifest, cr *unstru
 		return false
 	}
 	current := resourceOf(cr)
-	recorded := slices.ContainsFunc(manifest.Status.DefaultResources, func(r v1beta2.Resource) bool { return sameObject(r, current) })
-	return recorded != r.owner(manifest).Owns(read.labels)
+	return isRecorded(manifest, current) != r.owner(manifest).Owns(read.labels)
+}
+
+// isRecorded tells whether res is recorded as one of the module's default
+// custom resources (at any version).
+func isRecorded(manifest *v1beta2.Manifest, res v1beta2.Resource) bool {
+	return slices.ContainsFunc(manifest.Status.DefaultResources, func(r v1beta2.Resource) bool { return sameObject(r, res) })
 }
