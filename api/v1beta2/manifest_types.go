@@ -22,6 +22,11 @@ type Manifest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec is written by the Kyma controller alone, with one server-side
+	// apply of all of it, so it too is owned as one field: a spec another
+	// writer changed is replaced whole by the next apply, as declared.
+
+	// +structType=atomic
 	Spec ManifestSpec `json:"spec,omitempty"`
 	// Status is written by the operator alone, with merge patches, so no
 	// field of it needs an owner of its own: atomic, it costs one entry in

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -80,4 +81,63 @@ func patchStatus[T client.Object](g Gomega, obj T, change func()) {
 	base := obj.DeepCopyObject().(client.Object) //nolint:forcetypeassert // a copy of a client.Object is one
 	change()
 	g.Expect(k8sClient.Status().Patch(context.Background(), obj, client.MergeFrom(base), client.FieldOwner(statusWriter))).To(Succeed())
+}
+
+// specWriter is the field manager of the test's Manifest applies, as the
+// Kyma controller writes Manifests: one forced server-side apply.
+const specWriter = "lifecycle-manager-kyma"
+
+// TestManifestSpecIsOneManagedField: the Manifest's spec is atomic for
+// field ownership, so the Kyma controller's apply owns it as one field
+// however large the default custom resource inside it is; and a spec that
+// someone else changed is replaced whole by the next apply, as declared.
+func TestManifestSpecIsOneManagedField(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+
+	desired := func(version string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1beta2.GroupVersion.String(), "kind": "Manifest",
+			"metadata": map[string]any{"name": "kyma-sample", "namespace": ns, "labels": map[string]any{v1beta2.ModuleNameLabel: "sample"}},
+			"spec": map[string]any{
+				"remote": true, "version": version, "moduleName": "sample",
+				"resources": []any{map[string]any{"name": "rawManifest", "link": "oci://registry.local/modules/s@sha256:" + sha}},
+				"resource": map[string]any{
+					"apiVersion": "sample.example.com/v1", "kind": "Sample",
+					"metadata": map[string]any{"name": "default"},
+					"spec":     map[string]any{"replicas": int64(2), "nested": map[string]any{"a": "1", "b": "2"}},
+				},
+			},
+		}}
+		return u
+	}
+	apply := func(u *unstructured.Unstructured) {
+		g.Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(specWriter), client.ForceOwnership)).To(Succeed())
+	}
+	apply(desired("1.0.0"))
+
+	got := &v1beta2.Manifest{}
+	key := client.ObjectKey{Namespace: ns, Name: "kyma-sample"}
+	g.Expect(k8sClient.Get(ctx, key, got)).To(Succeed())
+	g.Expect(got.GetManagedFields()).To(HaveLen(1))
+	g.Expect(got.GetManagedFields()[0].Manager).To(Equal(specWriter))
+	g.Expect(got.GetManagedFields()[0].FieldsV1.GetRawString()).To(ContainSubstring(`"f:spec":{}`), "the spec is owned as one field")
+	g.Expect(got.GetManagedFields()[0].FieldsV1.GetRawString()).NotTo(ContainSubstring(`f:replicas`))
+
+	// Someone edits the spec, as kubectl edit would: the next apply puts
+	// back the declared spec, all of it.
+	got.Spec.Debug = true
+	got.Spec.SyncNamespace = "elsewhere"
+	g.Expect(k8sClient.Update(ctx, got, client.FieldOwner("kubectl-edit"))).To(Succeed())
+	apply(desired("1.1.0"))
+	g.Expect(k8sClient.Get(ctx, key, got)).To(Succeed())
+	g.Expect(got.Spec.Version).To(Equal("1.1.0"))
+	g.Expect(got.Spec.Debug).To(BeFalse(), "a field the apply does not declare is not kept from another writer")
+	g.Expect(got.Spec.SyncNamespace).To(BeEmpty())
+	g.Expect(got.Spec.Resource.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicas", BeEquivalentTo(2))))
+	for _, e := range got.GetManagedFields() {
+		g.Expect(e.FieldsV1.GetRawString()).NotTo(And(ContainSubstring(`"f:spec"`), Not(ContainSubstring(`"f:spec":{}`))),
+			"%s owns the spec as one field or not at all", e.Manager)
+	}
 }
