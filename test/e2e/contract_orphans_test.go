@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +55,35 @@ func (k *testKyma) readyCondition(g Gomega, module string) metav1.Condition {
 	return condition(k.manifest(g, module), v1beta2.ConditionReady)
 }
 
+// readyTrail records each distinct Ready reason and message a test reads,
+// with when it first read it, and prints them if the test fails: a failed
+// wait then shows the way the status went, not only where it ended.
+type readyTrail struct {
+	start time.Time
+	seen  []string
+}
+
+func newReadyTrail(t *testing.T) *readyTrail {
+	t.Helper()
+	trail := &readyTrail{start: time.Now()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the Manifest's Ready condition as the test read it:\n%s", strings.Join(trail.seen, "\n"))
+		}
+	})
+	return trail
+}
+
+// read is the Manifest's Ready condition, recorded if it is new.
+func (r *readyTrail) read(g Gomega, k *testKyma, module string) metav1.Condition {
+	c := k.readyCondition(g, module)
+	entry := c.Reason + ": " + c.Message
+	if n := len(r.seen); n == 0 || !strings.HasSuffix(r.seen[n-1], "] "+entry) {
+		r.seen = append(r.seen, fmt.Sprintf("[%6.1fs] %s", time.Since(r.start).Seconds(), entry))
+	}
+	return c
+}
+
 // TestContractOperatorGoneFinalizersRemoved removes a module whose shipped
 // custom resource holds a finalizer of the module's own domain that its
 // operator does not remove, and another controller's finalizer; then the
@@ -70,17 +101,18 @@ func TestContractOperatorGoneFinalizersRemoved(t *testing.T) {
 	rc := k.runtime.client
 	hold, shipped := holdOwn(t, k, m, foreignFinalizer)
 	named := "TemplateSample " + shipped.String()
+	trail := newReadyTrail(t)
 
 	k.withModules(t)
 	g.Eventually(func(g Gomega) {
-		ready := k.readyCondition(g, m.name)
+		ready := trail.read(g, k, m.name)
 		g.Expect(ready.Reason).To(Equal(manifest.ReasonDeletingCustomResources))
 		g.Expect(ready.Message).To(Equal("Waiting for the module's operator to finalize 1 of the module's custom resources: " + named))
 	}, timeout, interval).Should(Succeed())
 
 	g.Expect(rc.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: m.namespace, Name: "manager"}})).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		ready := k.readyCondition(g, m.name)
+		ready := trail.read(g, k, m.name)
 		g.Expect(ready.Reason).To(Equal(manifest.ReasonOperatorGone))
 		g.Expect(ready.Message).To(And(
 			HavePrefix("The module's operator is gone (its manager Deployment "+m.namespace+"/manager does not exist), "+
@@ -102,8 +134,8 @@ func TestContractOperatorGoneFinalizersRemoved(t *testing.T) {
 	}, orphansAfter+timeout, interval).Should(Succeed())
 	note := "Removed finalizer " + hold + " from " + named + " after it waited "
 	g.Eventually(func(g Gomega) {
+		ready := trail.read(g, k, m.name)
 		mf := k.manifest(g, m.name)
-		ready := condition(mf, v1beta2.ConditionReady)
 		g.Expect(ready.Reason).To(Equal(manifest.ReasonOperatorGone))
 		g.Expect(ready.Message).To(ContainSubstring(named + " (finalizers " + foreignFinalizer + "; waiting "))
 		g.Expect(mf.Status.Operations).NotTo(BeEmpty())
