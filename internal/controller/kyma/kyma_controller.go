@@ -195,7 +195,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 	// The runtime side first: its module list is half of what to install.
 	// When the runtime cannot be read, the last list read stands in, and
 	// nothing is uninstalled because of the outage.
-	rc, runtimeKyma, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
+	cluster, runtimeKyma, recreate, runtimeErr := r.syncRuntime(ctx, kyma)
 	runtimeModules := kyma.Status.RuntimeModules
 	var ownerKyma *v1beta2.Kyma // what the owner chose there counts once it is read
 	if runtimeErr == nil {
@@ -233,7 +233,7 @@ func (r *Reconciler) reconcile(ctx context.Context, kyma *v1beta2.Kyma) (o recon
 			updateMetrics(recorded)
 			return o, true
 		}
-		if err := mirrorStatus(ctx, rc, runtimeKyma, recorded); err != nil {
+		if err := mirrorStatus(ctx, cluster, runtimeKyma, recorded); err != nil {
 			r.evictOnError(kyma, err)
 			return runtimeOutcome(kyma, fmt.Errorf("mirroring status to the runtime: %w", err)), false
 		}
@@ -329,8 +329,8 @@ func readFailed(err error) reconciler.Outcome {
 }
 
 // syncRuntime keeps the runtime's CRDs and its own Kyma in step. It returns
-// the runtime's client, its Kyma, and whether that Kyma is being recreated.
-func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (client.Client, *v1beta2.Kyma, bool, error) {
+// the runtime, its Kyma, and whether that Kyma is being recreated.
+func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (*remote.Cluster, *v1beta2.Kyma, bool, error) {
 	cluster, err := r.Runtimes.Get(ctx, kyma.Name)
 	if err != nil {
 		return nil, nil, false, err
@@ -348,7 +348,7 @@ func (r *Reconciler) syncRuntime(ctx context.Context, kyma *v1beta2.Kyma) (clien
 		r.evictOnError(kyma, err)
 		return nil, nil, false, err
 	}
-	return cluster.Client, runtimeKyma, recreate, nil
+	return cluster, runtimeKyma, recreate, nil
 }
 
 // evictOnError forgets a runtime's client and sync state after an error

@@ -33,8 +33,8 @@ func (r *Reconciler) showDeleting(ctx context.Context, kyma *v1beta2.Kyma, o rec
 	if err != nil {
 		return err
 	}
-	runtimeKyma := &v1beta2.Kyma{}
-	if err := cluster.Client.Get(ctx, runtimeKymaKey(kyma, r.SyncNamespace), runtimeKyma); err != nil {
+	runtimeKyma, err := readRuntimeKyma(ctx, cluster, runtimeKymaKey(kyma, r.SyncNamespace))
+	if err != nil {
 		if err = client.IgnoreNotFound(err); err != nil {
 			r.evictOnError(kyma, err)
 			return fmt.Errorf("reading the runtime's Kyma: %w", err)
@@ -43,7 +43,7 @@ func (r *Reconciler) showDeleting(ctx context.Context, kyma *v1beta2.Kyma, o rec
 	}
 	recorded := kyma.DeepCopy()
 	recordOutcome(recorded, o)
-	if err := mirrorStatus(ctx, cluster.Client, runtimeKyma, recorded); err != nil {
+	if err := mirrorStatus(ctx, cluster, runtimeKyma, recorded); err != nil {
 		r.evictOnError(kyma, err)
 		return fmt.Errorf("showing the deletion in the runtime's Kyma: %w", err)
 	}
