@@ -1,6 +1,7 @@
 package fleetbench
 
 import (
+	"maps"
 	"regexp"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ apiserver_request_duration_seconds{verb="POST"} 1000
 	}
 	want := Requests{Writes: 62, DryRuns: 7, Reads: 105, WritesByResource: map[string]float64{
 		"manifests": 40, "manifests/status": 20, "configmaps": 2,
-	}}
+	}, ReadsByResource: map[string]float64{"GET configmaps": 100, "LIST configmaps": 5}}
 	if got.Writes != want.Writes || got.DryRuns != want.DryRuns || got.Reads != want.Reads {
 		t.Errorf("parseRequests = writes %v dry-runs %v reads %v, want %v %v %v", got.Writes, got.DryRuns, got.Reads, want.Writes, want.DryRuns, want.Reads)
 	}
@@ -59,6 +60,15 @@ apiserver_request_duration_seconds{verb="POST"} 1000
 		if got.WritesByResource[k] != v {
 			t.Errorf("WritesByResource[%s] = %v, want %v", k, got.WritesByResource[k], v)
 		}
+	}
+
+	if !maps.Equal(got.ReadsByResource, want.ReadsByResource) {
+		t.Errorf("ReadsByResource = %v, want %v", got.ReadsByResource, want.ReadsByResource)
+	}
+	// Over an interval and over several API servers.
+	later := got.Add(Requests{ReadsByResource: map[string]float64{"GET configmaps": 10, "GET kymas": 3}})
+	if d := later.Sub(got); !maps.Equal(d.ReadsByResource, map[string]float64{"GET configmaps": 10, "GET kymas": 3}) || d.Reads != 0 {
+		t.Errorf("Add then Sub = %v (reads %v), want the added counts by resource", d.ReadsByResource, d.Reads)
 	}
 
 	if _, err := parseRequests([]byte("not { metrics")); err == nil {

@@ -388,6 +388,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "idle %.0fs after convergence (queues drained %.1fs after it): operator CPU %.2fs (%.2f%% of one core), %.0f Kyma and %.0f Manifest reconciles, %.0f Manifest checks, writes KCP %.0f / runtimes %.0f, dry-runs %.0f\n",
 			i.Seconds, i.SettleSeconds, i.OperatorCPUSeconds, 100*i.OperatorCPUShare, i.KymaReconciles, i.ManifestReconciles, i.ManifestChecks,
 			i.KCP.Writes, i.Runtimes.Writes, i.KCP.DryRuns+i.Runtimes.DryRuns)
+		fmt.Fprintf(w, "idle reads by resource: KCP %s; runtimes %s\n", topResources(i.KCP.ReadsByResource, 6), topResources(i.Runtimes.ReadsByResource, 6))
 	}
 	fmt.Fprintf(w, "operator memory: peak Go heap in use %s, peak Go runtime %s, max RSS %s",
 		bytesIEC(int64(r.Memory.PeakHeapInuseBytes)), bytesIEC(int64(r.Memory.PeakGoSysBytes)), bytesIEC(r.Memory.MaxRSSBytes))
@@ -416,6 +417,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, p := range r.phases() {
 		fmt.Fprintf(w, "%s writes by resource: KCP %s; runtimes %s\n", p.Name, topResources(p.KCP.WritesByResource, 8), topResources(p.Runtimes.WritesByResource, 8))
+		fmt.Fprintf(w, "%s reads by resource: KCP %s; runtimes %s\n", p.Name, topResources(p.KCP.ReadsByResource, 6), topResources(p.Runtimes.ReadsByResource, 6))
 		if len(p.NotDone) > 0 {
 			fmt.Fprintf(w, "%s: not done, e.g. %s\n", p.Name, strings.Join(p.NotDone, "; "))
 		}

@@ -30,6 +30,10 @@ type Requests struct {
 	// Reads are GET and LIST requests (watches are long-lived and not
 	// counted).
 	Reads float64 `json:"reads"`
+	// ReadsByResource splits Reads by verb and resource[/subresource],
+	// e.g. "GET kymas", "LIST configmaps": an idle fleet costs its runtimes
+	// reads only, and these say which.
+	ReadsByResource map[string]float64 `json:"readsByResource,omitempty"`
 	// WriteBytes are the bodies of the writes (apiserver_request_body_size_bytes),
 	// dry-runs included: the API server does not tell them apart there.
 	WriteBytes float64 `json:"writeBytes"`
@@ -47,7 +51,7 @@ func parseRequests(metrics []byte) (Requests, error) {
 	if err != nil {
 		return Requests{}, fmt.Errorf("parsing API server metrics: %w", err)
 	}
-	r := Requests{WritesByResource: map[string]float64{}}
+	r := Requests{WritesByResource: map[string]float64{}, ReadsByResource: map[string]float64{}}
 	for _, m := range families["apiserver_request_body_size_bytes"].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "verb" && writeVerbs[strings.ToUpper(l.GetValue())] {
@@ -62,6 +66,10 @@ func parseRequests(metrics []byte) (Requests, error) {
 		}
 		value := m.GetCounter().GetValue()
 		verb := labels["verb"]
+		key := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
 		switch {
 		case labels["resource"] == "leases" && labels["group"] == "coordination.k8s.io":
 			// Each API server renews its own identity lease every ten
@@ -69,14 +77,11 @@ func parseRequests(metrics []byte) (Requests, error) {
 		case writeVerbs[verb] && labels["dry_run"] != "":
 			r.DryRuns += value
 		case writeVerbs[verb]:
-			key := labels["resource"]
-			if sub := labels["subresource"]; sub != "" {
-				key += "/" + sub
-			}
 			r.Writes += value
 			r.WritesByResource[key] += value
 		case verb == "GET" || verb == "LIST":
 			r.Reads += value
+			r.ReadsByResource[verb+" "+key] += value
 		}
 	}
 	return r, nil
@@ -84,37 +89,50 @@ func parseRequests(metrics []byte) (Requests, error) {
 
 // Sub is what was counted between before and r.
 func (r Requests) Sub(before Requests) Requests {
-	out := Requests{
+	return Requests{
 		Writes:           r.Writes - before.Writes,
 		DryRuns:          r.DryRuns - before.DryRuns,
 		Reads:            r.Reads - before.Reads,
 		WriteBytes:       r.WriteBytes - before.WriteBytes,
-		WritesByResource: map[string]float64{},
+		WritesByResource: subCounts(r.WritesByResource, before.WritesByResource),
+		ReadsByResource:  subCounts(r.ReadsByResource, before.ReadsByResource),
 	}
-	for k, v := range r.WritesByResource {
-		if d := v - before.WritesByResource[k]; d != 0 {
-			out.WritesByResource[k] = d
+}
+
+// subCounts is what was counted between before and now, by key; keys that
+// did not change are left out.
+func subCounts(now, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range now {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
 		}
+	}
+	return out
+}
+
+// addCounts is the sum of two counts by key.
+func addCounts(a, b map[string]float64) map[string]float64 {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]float64{}
+	}
+	for k, v := range b {
+		out[k] += v
 	}
 	return out
 }
 
 // Add is the sum of two counts, for figures over several API servers.
 func (r Requests) Add(other Requests) Requests {
-	out := Requests{
+	return Requests{
 		Writes:           r.Writes + other.Writes,
 		DryRuns:          r.DryRuns + other.DryRuns,
 		Reads:            r.Reads + other.Reads,
 		WriteBytes:       r.WriteBytes + other.WriteBytes,
-		WritesByResource: maps.Clone(r.WritesByResource),
+		WritesByResource: addCounts(r.WritesByResource, other.WritesByResource),
+		ReadsByResource:  addCounts(r.ReadsByResource, other.ReadsByResource),
 	}
-	if out.WritesByResource == nil {
-		out.WritesByResource = map[string]float64{}
-	}
-	for k, v := range other.WritesByResource {
-		out.WritesByResource[k] += v
-	}
-	return out
 }
 
 // requestCounter reads one API server's request counters. It uses the admin
