@@ -87,6 +87,7 @@ func run() int {
 	flag.StringVar(&opts.ServerProfiles, "server-profiles", "", "Write CPU profiles of the control-plane API server and the first runtime API server, taken during each phase, into this directory (<phase>-kcp.pprof, <phase>-runtime.pprof).")
 	flag.DurationVar(&opts.ServerProfileDelay, "server-profile-delay", 30*time.Second, "With --server-profiles: how far into each phase the profiles start.")
 	flag.IntVar(&opts.ServerProfileSeconds, "server-profile-seconds", 30, "With --server-profiles: how long each profile lasts.")
+	flag.StringVar(&opts.APIServerFeatureGates, "apiserver-feature-gates", "", "The --feature-gates of every API server the benchmark starts (e.g. \"DetectCacheInconsistency=false\", whose periodic re-read of every object grows with the fleet, not with the operator's requests); empty keeps Kubernetes' defaults.")
 	flag.StringVar(&opts.HeapProfile, "heapprofile", "", "Write a heap profile, taken when the install ends, to this file.")
 	reaction := fleetbench.DefaultReactionOptions()
 	reaction.Repetitions = 0

@@ -137,6 +137,13 @@ type Options struct {
 	// ServerProfileSeconds.
 	ServerProfileDelay   time.Duration
 	ServerProfileSeconds int
+	// APIServerFeatureGates, when set, is the --feature-gates of every API
+	// server the benchmark starts, the control plane's and the runtimes'.
+	// Their cache consistency check (DetectCacheInconsistency) re-reads
+	// every object from etcd at intervals, a cost that grows with the fleet
+	// and not with the operator's requests; turning it off measures what
+	// the operator's requests cost alone.
+	APIServerFeatureGates string
 }
 
 // DefaultOptions are 50 Kymas × 5 modules on 2 runtime API servers, with
@@ -199,6 +206,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			CatalogSync: opts.CatalogSync, KymaConcurrency: opts.KymaConcurrency, ManifestConcurrency: opts.ManifestConcurrency,
 			KCPQPS: opts.KCPQPS, KCPBurst: opts.KCPBurst, RuntimeQPS: opts.RuntimeQPS, RuntimeBurst: opts.RuntimeBurst,
 			ReadyInterval: readyInterval(opts.ReadyInterval).String(), IdleSeconds: opts.Idle.Seconds(),
+			APIServerFeatureGates: opts.APIServerFeatureGates,
 		},
 		Machine: machineInfo(),
 		Started: time.Now(),
@@ -430,13 +438,17 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	b.runtimes = make([]*testcluster.ControlPlane, b.opts.Runtimes)
+	var serverArgs []string
+	if b.opts.APIServerFeatureGates != "" {
+		serverArgs = []string{"--feature-gates=" + b.opts.APIServerFeatureGates}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	// Two at a time: starting many API servers at once on two cores makes
 	// each of them slow to become ready.
 	g.SetLimit(2)
 	g.Go(func() error {
 		var err error
-		b.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{})
+		b.kcp, err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{APIServerArgs: serverArgs})
 		return err
 	})
 	for i := range b.runtimes {
@@ -444,7 +456,7 @@ func (b *bench) setup(ctx context.Context) error {
 			// A plain API server is runtime enough: bench modules need no
 			// controller, scheduler or node, only their CRD.
 			var err error
-			b.runtimes[i], err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{CRDDirectoryPaths: []string{crd}})
+			b.runtimes[i], err = testcluster.StartControlPlane(gctx, testcluster.ControlPlaneOptions{CRDDirectoryPaths: []string{crd}, APIServerArgs: serverArgs})
 			return err
 		})
 	}

@@ -66,6 +66,9 @@ type Scenario struct {
 	RuntimeBurst        int     `json:"runtimeBurst"`
 	ReadyInterval       string  `json:"readyInterval"`
 	IdleSeconds         float64 `json:"idleSeconds"`
+	// APIServerFeatureGates is the --feature-gates every API server ran
+	// with; empty: Kubernetes' defaults.
+	APIServerFeatureGates string `json:"apiServerFeatureGates,omitempty"`
 }
 
 // Machine describes where the run happened; figures from different machines

@@ -22,6 +22,10 @@ type ControlPlaneOptions struct {
 	CRDDirectoryPaths []string
 	// KeepDir keeps Dir (logs, etcd data, kubeconfig) after Stop, for debugging.
 	KeepDir bool
+	// APIServerArgs are appended to kube-apiserver's arguments, after the
+	// defaults, so that a later flag wins: a benchmark that measures with a
+	// feature gate off, for example.
+	APIServerArgs []string
 }
 
 // ControlPlane is a Kyma control plane (KCP) for the operator: etcd and kube-apiserver with
@@ -42,11 +46,11 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 		}
 		crdPaths = []string{dir}
 	}
-	c, err := newCluster(ctx, "controlplane", opts.KeepDir, []string{
+	c, err := newCluster(ctx, "controlplane", opts.KeepDir, append([]string{
 		// No controller manager runs here to create default ServiceAccounts, so the
 		// ServiceAccount admission plugin would reject every Pod (as in envtest).
 		"--disable-admission-plugins=ServiceAccount",
-	})
+	}, opts.APIServerArgs...))
 	if err != nil {
 		return nil, fmt.Errorf("starting a control plane: %w", err)
 	}

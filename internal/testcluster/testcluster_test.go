@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -339,4 +340,32 @@ func createNamespace(t *testing.T, client kubernetes.Interface) string {
 		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// A benchmark measures with a feature gate of the API server off; the gate must reach the
+// API server, or the run measures the default without saying so. The API server's own
+// kubernetes_feature_enabled metric says what it runs with.
+func TestAPIServerArgsReachTheAPIServer(t *testing.T) {
+	g := NewWithT(t)
+	cp, err := StartControlPlane(t.Context(), ControlPlaneOptions{
+		CRDDirectoryPaths: []string{},
+		APIServerArgs:     []string{"--feature-gates=DetectCacheInconsistency=false"},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer stopOrReport(cp.Cluster)
+
+	featureEnabled := func(c *Cluster) string {
+		client, err := kubernetes.NewForConfig(c.Config())
+		g.Expect(err).NotTo(HaveOccurred())
+		metrics, err := client.RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+		g.Expect(err).NotTo(HaveOccurred())
+		for line := range strings.Lines(string(metrics)) {
+			if strings.HasPrefix(line, "kubernetes_feature_enabled{") && strings.Contains(line, `name="DetectCacheInconsistency"`) {
+				return strings.TrimSpace(line[strings.LastIndexByte(line, ' '):])
+			}
+		}
+		return "missing"
+	}
+	g.Expect(featureEnabled(cp.Cluster)).To(Equal("0"), "the gate turned off by APIServerArgs")
+	g.Expect(featureEnabled(controlPlane.Cluster)).To(Equal("1"), "Kubernetes' default, where no argument turns it off")
 }
