@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +40,7 @@ import (
 	takeovercontroller "github.com/runtime-fleet/lifecycle-manager/internal/controller/takeover"
 	"github.com/runtime-fleet/lifecycle-manager/internal/hibernation"
 	"github.com/runtime-fleet/lifecycle-manager/internal/index"
+	"github.com/runtime-fleet/lifecycle-manager/internal/intern"
 	"github.com/runtime-fleet/lifecycle-manager/internal/maintenance"
 	"github.com/runtime-fleet/lifecycle-manager/internal/metrics"
 	"github.com/runtime-fleet/lifecycle-manager/internal/ocm"
@@ -336,8 +338,10 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
-			// managedFields are large and never read by the operator.
-			DefaultTransform: cache.TransformStripManagedFields(),
+			// managedFields are large and never read by the operator; the
+			// strings that repeat across the fleet's objects are kept once
+			// (internal/intern).
+			DefaultTransform: cacheTransform(intern.NewTable(intern.DefaultMaxEntries, intern.DefaultMaxLength)),
 			// Kymas outside the selection are invisible: no finalizer, no
 			// status write, nothing done for their runtimes.
 			// With shards, each shard's informers list and watch its
@@ -517,4 +521,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		}
 	}
 	return nil
+}
+
+// cacheTransform is what the operator's informers do to each object before
+// they cache it: drop its managedFields and intern its strings.
+func cacheTransform(strings *intern.Table) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err != nil {
+			return obj, err
+		}
+		strings.Object(obj)
+		return obj, nil
+	}
 }
