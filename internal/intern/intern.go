@@ -121,11 +121,17 @@ var (
 
 func (t *Table) objectMeta(m metav1.Object) {
 	m.SetNamespace(t.String(m.GetNamespace()))
-	if labels := m.GetLabels(); len(labels) > 0 {
-		m.SetLabels(t.stringMap(labels))
-	}
-	if annotations := m.GetAnnotations(); len(annotations) > 0 {
-		m.SetAnnotations(t.stringMap(annotations))
+	labels, annotations := m.GetLabels(), m.GetAnnotations()
+	t.stringMap(labels)
+	t.stringMap(annotations)
+	if _, copied := m.(*unstructured.Unstructured); copied {
+		// An unstructured object hands out copies of its maps.
+		if len(labels) > 0 {
+			m.SetLabels(labels)
+		}
+		if len(annotations) > 0 {
+			m.SetAnnotations(annotations)
+		}
 	}
 	finalizers := m.GetFinalizers()
 	for i := range finalizers {
@@ -143,14 +149,13 @@ func (t *Table) objectMeta(m metav1.Object) {
 	}
 }
 
-// stringMap returns a copy of m with its keys and values interned: a map's
-// keys cannot be replaced in place.
-func (t *Table) stringMap(m map[string]string) map[string]string {
-	interned := make(map[string]string, len(m))
+// stringMap interns the keys and values of m in place: assigning to a key
+// that is there already stores the key given, for strings as for other
+// kinds whose equal values can differ in memory, so no new map is needed.
+func (t *Table) stringMap(m map[string]string) {
 	for key, value := range m {
-		interned[t.String(key)] = t.String(value)
+		m[t.String(key)] = t.String(value)
 	}
-	return interned
 }
 
 // walk interns every settable string reachable from v.
