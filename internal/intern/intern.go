@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 const (
@@ -72,6 +74,21 @@ func (t *Table) String(s string) string {
 	}
 	t.strings[s] = s
 	return s
+}
+
+// CacheTransform is what an informer cache of the operator does to each
+// object before it caches it: drop its managedFields, large and never read,
+// and intern its strings in t.
+func CacheTransform(t *Table) toolscache.TransformFunc {
+	strip := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if err != nil {
+			return obj, err
+		}
+		t.Object(obj)
+		return obj, nil
+	}
 }
 
 // Len is the number of strings the Table holds.

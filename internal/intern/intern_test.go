@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
@@ -178,4 +179,19 @@ func BenchmarkObjectManifest(b *testing.B) {
 	for i := range b.N {
 		table.Object(objects[i])
 	}
+}
+
+func TestCacheTransformStripsManagedFieldsAndInterns(t *testing.T) {
+	g := NewWithT(t)
+	transform := CacheTransform(NewTable(DefaultMaxEntries, DefaultMaxLength))
+	cached := make([]*v1beta2.Manifest, 2)
+	for i := range cached {
+		m := decodeManifest(t, "kyma-3", "gamma")
+		m.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "lifecycle-manager", Operation: metav1.ManagedFieldsOperationApply}}
+		obj, err := transform(m)
+		g.Expect(err).NotTo(HaveOccurred())
+		cached[i] = obj.(*v1beta2.Manifest)
+	}
+	g.Expect(cached[0].ManagedFields).To(BeEmpty())
+	g.Expect(same(cached[0].Spec.Resources[0].Link, cached[1].Spec.Resources[0].Link)).To(BeTrue())
 }

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -341,7 +340,7 @@ func newManager(opts Options, scheme *k8sruntime.Scheme, selection labels.Select
 			// managedFields are large and never read by the operator; the
 			// strings that repeat across the fleet's objects are kept once
 			// (internal/intern).
-			DefaultTransform: cacheTransform(intern.NewTable(intern.DefaultMaxEntries, intern.DefaultMaxLength)),
+			DefaultTransform: intern.CacheTransform(intern.NewTable(intern.DefaultMaxEntries, intern.DefaultMaxLength)),
 			// Kymas outside the selection are invisible: no finalizer, no
 			// status write, nothing done for their runtimes.
 			// With shards, each shard's informers list and watch its
@@ -521,18 +520,4 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts Options, p con
 		}
 	}
 	return nil
-}
-
-// cacheTransform is what the operator's informers do to each object before
-// they cache it: drop its managedFields and intern its strings.
-func cacheTransform(strings *intern.Table) toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
-	return func(obj any) (any, error) {
-		obj, err := strip(obj)
-		if err != nil {
-			return obj, err
-		}
-		strings.Object(obj)
-		return obj, nil
-	}
 }

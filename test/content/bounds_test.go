@@ -114,11 +114,11 @@ func TestLoopingChartEndsInError(t *testing.T) {
 
 	kyma := newKyma(t, looping, samplemodules.Sample)
 	start := time.Now()
-	msg := eventuallyError(t, kyma, looping, "rendering the Helm chart was stopped: it did not finish within 2s (--helm-render-deadline)")
+	msg := eventuallyError(t, kyma, looping, "rendering the Helm chart was stopped: it did not finish within "+renderDeadline.String()+" (--helm-render-deadline)")
 	t.Logf("Looping chart in Error after %s: %s", time.Since(start).Round(10*time.Millisecond), msg)
 	// Retries refuse at once, without another render.
-	eventuallyError(t, kyma, looping, "was stopped before, as it did not finish within 2s (--helm-render-deadline)")
-	expectRenderRefusal(t, kyma, looping, v1beta2.RenderRefusalDeadline, "2s")
+	eventuallyError(t, kyma, looping, "was stopped before, as it did not finish within "+renderDeadline.String()+" (--helm-render-deadline)")
+	expectRenderRefusal(t, kyma, looping, v1beta2.RenderRefusalDeadline, renderDeadline.String())
 	NewWithT(t).Eventually(func(g Gomega) {
 		m := manifest(g, kyma, samplemodules.Sample)
 		g.Expect(m.Status.State).To(Equal(v1beta2.StateReady), readyMessage(m))

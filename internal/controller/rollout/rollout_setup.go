@@ -16,6 +16,7 @@ import (
 
 	"github.com/runtime-fleet/lifecycle-manager/api/v1beta2"
 	"github.com/runtime-fleet/lifecycle-manager/internal/controller/kyma"
+	"github.com/runtime-fleet/lifecycle-manager/internal/intern"
 	"github.com/runtime-fleet/lifecycle-manager/internal/resolve"
 )
 
@@ -32,8 +33,8 @@ func NewFleetCache(ctx context.Context, mgr ctrl.Manager, namespace string) (cac
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		// As in the manager's cache: managedFields are large, and the
-		// planner never reads them.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// planner never reads them; repeated strings are kept once.
+		DefaultTransform: intern.CacheTransform(intern.NewTable(intern.DefaultMaxEntries, intern.DefaultMaxLength)),
 	})
 	if err != nil {
 		return nil, err
