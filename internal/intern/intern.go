@@ -182,19 +182,11 @@ func (t *Table) walk(v reflect.Value) {
 		if v.CanSet() {
 			v.SetString(t.String(v.String()))
 		}
-	case reflect.Pointer:
+	case reflect.Pointer, reflect.Interface:
+		// An interface's map[string]any is done by the Map case.
 		if !v.IsNil() {
 			t.walk(v.Elem())
 		}
-	case reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		if u, ok := v.Interface().(map[string]any); ok {
-			t.value(u)
-			return
-		}
-		t.walk(v.Elem())
 	case reflect.Struct:
 		if v.Type() == objectMetaType {
 			// An embedded object's metadata (a default CR in a spec):
